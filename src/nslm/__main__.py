@@ -1,0 +1,3 @@
+from nslm.cli import run
+
+run()

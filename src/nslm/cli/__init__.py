@@ -1,0 +1,46 @@
+"""The ``nslm`` command line. Each command group lives in its own module."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from nslm.cli.data import data_group
+from nslm.errors import NslmError
+
+
+@click.group(
+    name="nslm",
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(package_name="nslm")
+def cli() -> None:
+    """Neural-symbolic language models that get numbers, dates and places right."""
+
+
+cli.add_command(data_group)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: bad input gives one line on stderr and exit status 2, never a traceback."""
+    try:
+        result = cli.main(args=argv, prog_name="nslm", standalone_mode=False)
+    except NslmError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except click.UsageError as exc:
+        where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        print(f"error: {exc.format_message()}{where}", file=sys.stderr)
+        return 2
+    except click.ClickException as exc:
+        print(f"error: {exc.format_message()}", file=sys.stderr)
+        return 2
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    sys.exit(main())

