@@ -20,7 +20,20 @@ _SPLIT_NUMBER = re.compile(r"(?<=\d) @([,.])@ (?=\d)")
 NUMBER_PATTERN = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _RANGE_WORDS = frozenset({"–", "-", "@-@", "to"})
 MONTHS = frozenset(
-    "January February March April May June July August September October November December".split()
+    [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ]
 )
 
 

@@ -32,12 +32,12 @@ def corpus_stats(corpus: PreparedCorpus) -> dict:
             in_vocab = split.token_ids[mask & ~oov]
             classes[name] = {
                 "tokens": int(mask.sum()),
-                "types": int(len(np.unique(in_vocab))),
+                "types": len(np.unique(in_vocab)),
                 "oov": int((mask & oov).sum()),
             }
         out[split_name] = {
             "tokens": len(split),
-            "articles": int(len(np.unique(split.article_ids))),
+            "articles": len(np.unique(split.article_ids)),
             "classes": classes,
         }
     out["ambiguous_places"] = corpus.meta.get("ambiguous_places", {})

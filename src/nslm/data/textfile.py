@@ -32,10 +32,8 @@ def read_text(path: Path) -> str:
     if not raw.strip():
         raise NslmError(f"{path}: file is empty")
     if b"\x00" in raw:
-        raise NslmError(f"{path}: looks like a binary file (contains NUL bytes), expected UTF-8 text")
+        raise NslmError(f"{path}: binary file (contains NUL bytes), expected UTF-8 text")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise NslmError(
-            f"{path}: not UTF-8 text (invalid byte at offset {exc.start})"
-        ) from None
+        raise NslmError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None

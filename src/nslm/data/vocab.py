@@ -35,7 +35,8 @@ class Vocabulary:
 
     def encode(self, tokens: list[str]) -> np.ndarray:
         unk = self.unk_id
-        return np.fromiter((self.stoi.get(t, unk) for t in tokens), dtype=np.int32, count=len(tokens))
+        ids = (self.stoi.get(t, unk) for t in tokens)
+        return np.fromiter(ids, dtype=np.int32, count=len(tokens))
 
     def decode(self, ids) -> list[str]:
         return [self.itos[int(i)] for i in ids]
