@@ -55,10 +55,12 @@ def tag_lines(lines: list[str], classes: str) -> TaggedText:
     want_numbers = "year" in names
     gazetteer = load_gazetteer() if "city" in names else None
     out = TaggedText()
-    article = -1 if lines and is_article_heading(lines[0]) else 0
+    article, seen_text = 0, False
     for line in lines:
-        if is_article_heading(line):
+        if is_article_heading(line) and seen_text:
+            # the empty lines before a corpus's first heading belong to its first article
             article += 1
+        seen_text = seen_text or bool(line.strip())
         tokens, places = _chunk_places(rejoin_numbers(line).split(), gazetteer, out)
         for j, token in enumerate(tokens):
             place = places.get(j)
