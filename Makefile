@@ -1,0 +1,29 @@
+# The three commands of the README: `make setup`, `make demo`, `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Use the corpora beside the checkout when they are there (as in CI); else nslm looks in
+# ~/.cache/nslm and then downloads.
+export NSLM_DATA_DIR ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),)
+
+.PHONY: setup demo test lint format
+
+setup:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+	$(BIN)/pip install -e '.[dev]'
+
+demo:
+	$(BIN)/nslm data prepare wikitext-2 --classes all
+	$(BIN)/nslm data stats wikitext-2 --classes all --output runs/wikitext-2-stats.json
+
+test:
+	$(BIN)/pytest -q
+
+lint:
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+format:
+	$(BIN)/ruff format src tests benchmarks
+	$(BIN)/ruff check --fix src tests benchmarks
