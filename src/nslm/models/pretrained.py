@@ -1,0 +1,108 @@
+"""Pretrained word vectors (paper Table 5): read GloVe or word2vec text files into embeddings.
+
+GloVe's text format is ``word v1 … vd`` per line; word2vec's text format is the same after a
+header line ``<count> <dim>``. Both are read without any pickle, line by line, so a multi-GB
+file costs memory only for the words the vocabulary needs.
+
+No GloVe file ships on these machines; the tests build small files of both formats.
+"""
+
+from __future__ import annotations
+
+import lzma
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from nslm.errors import NslmError
+
+
+@dataclass
+class VectorCoverage:
+    """How much of a vocabulary a vector file covered."""
+
+    found: int
+    total: int
+    dim: int
+
+    @property
+    def fraction(self) -> float:
+        return self.found / self.total if self.total else 0.0
+
+    def __str__(self) -> str:
+        share = f"{self.fraction:.1%}"
+        return f"{self.found:,} of {self.total:,} types ({share}) have vectors, d={self.dim}"
+
+
+def _open(path: Path):
+    if path.suffix == ".xz":
+        return lzma.open(path, "rt", encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
+def read_vectors(path: Path, wanted: set[str] | None = None) -> tuple[dict[str, np.ndarray], int]:
+    """``({word: vector}, dim)`` from a GloVe or word2vec text file (format detected).
+
+    Only the ``wanted`` words are kept, if given. A malformed line raises NslmError with its
+    line number; so does an empty file or a binary (non-UTF-8) one.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise NslmError(f"vector file not found: {path}")
+    vectors: dict[str, np.ndarray] = {}
+    dim = 0
+    try:
+        with _open(path) as handle:
+            for number, line in enumerate(handle, start=1):
+                parts = line.rstrip("\n").rstrip(" ").split(" ")
+                if number == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
+                    dim = int(parts[1])  # word2vec header: count, dimension
+                    continue
+                if len(parts) < 2:
+                    raise NslmError(f"{path}:{number}: expected 'word v1 … vd'")
+                if dim == 0:
+                    dim = len(parts) - 1
+                if len(parts) - 1 != dim:
+                    raise NslmError(f"{path}:{number}: {len(parts) - 1} values, expected {dim}")
+                word = parts[0]
+                if wanted is not None and word not in wanted:
+                    continue
+                try:
+                    vectors[word] = np.asarray(parts[1:], dtype=np.float32)
+                except ValueError:
+                    raise NslmError(f"{path}:{number}: a value is not a number") from None
+    except UnicodeDecodeError:
+        raise NslmError(f"{path}: not a UTF-8 text vector file") from None
+    except (lzma.LZMAError, EOFError):
+        raise NslmError(f"{path}: not a valid .xz file") from None
+    if dim == 0:
+        raise NslmError(f"{path}: no vectors in file")
+    return vectors, dim
+
+
+def init_embedding(
+    embedding: torch.nn.Embedding, itos: list[str], path: Path, lowercase_fallback: bool = True
+) -> VectorCoverage:
+    """Copy vectors into the rows of ``embedding`` for the words that have one.
+
+    Rows without a vector keep their random initialisation. GloVe's vocabularies are lower
+    case, so with ``lowercase_fallback`` ``Paris`` takes ``paris``'s vector when it has none.
+    """
+    wanted = set(itos) | ({w.lower() for w in itos} if lowercase_fallback else set())
+    vectors, dim = read_vectors(path, wanted)
+    if dim != embedding.embedding_dim:
+        raise NslmError(
+            f"{path}: vectors have {dim} dimensions, the embedding has {embedding.embedding_dim}"
+        )
+    found = 0
+    with torch.no_grad():
+        for i, word in enumerate(itos):
+            vector = vectors.get(word)
+            if vector is None and lowercase_fallback:
+                vector = vectors.get(word.lower())
+            if vector is not None:
+                embedding.weight[i] = torch.from_numpy(vector)
+                found += 1
+    return VectorCoverage(found=found, total=len(itos), dim=dim)
