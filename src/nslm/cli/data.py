@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from nslm.data.custom import parse_class_rule
 from nslm.data.prepare import prepare_corpus
 from nslm.data.stats import corpus_stats
 from nslm.data.tagging import CLASS_CHOICES
@@ -20,6 +21,13 @@ classes_option = click.option(
     default="all",
     show_default=True,
     help="Which classes to tag.",
+)
+rule_option = click.option(
+    "--class-rule",
+    "class_rules",
+    multiple=True,
+    metavar="NAME=REGEX",
+    help="Add a user-defined class: tokens the regex matches in full (repeatable).",
 )
 cache_option = click.option(
     "--cache-dir",
@@ -41,12 +49,16 @@ def data_group() -> None:
 @data_group.command("prepare")
 @corpus_argument
 @classes_option
+@rule_option
 @cache_option
-def prepare(corpus: str, classes: str, cache_dir: Path | None) -> None:
+def prepare(
+    corpus: str, classes: str, class_rules: tuple[str, ...], cache_dir: Path | None
+) -> None:
     """Re-join numbers, chunk places, tag classes and build the vocabulary; cache the result."""
+    rules = [parse_class_rule(r) for r in class_rules]
     console = Console(stderr=True)
     with console.status(f"preparing {corpus} (classes: {classes})"):
-        prepared = prepare_corpus(corpus, classes, cache_root=cache_dir)
+        prepared = prepare_corpus(corpus, classes, cache_root=cache_dir, class_rules=rules)
     sizes = ", ".join(f"{s} {len(x):,}" for s, x in prepared.splits.items())
     console.print(
         f"prepared {corpus}: vocabulary {len(prepared.vocab):,} types; tokens {sizes}; "
@@ -57,6 +69,7 @@ def prepare(corpus: str, classes: str, cache_dir: Path | None) -> None:
 @data_group.command("stats")
 @corpus_argument
 @classes_option
+@rule_option
 @cache_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @click.option(
@@ -67,10 +80,16 @@ def prepare(corpus: str, classes: str, cache_dir: Path | None) -> None:
     help="Also write the JSON to this file.",
 )
 def stats(
-    corpus: str, classes: str, cache_dir: Path | None, as_json: bool, output: Path | None
+    corpus: str,
+    classes: str,
+    class_rules: tuple[str, ...],
+    cache_dir: Path | None,
+    as_json: bool,
+    output: Path | None,
 ) -> None:
     """Token, type and OOV counts per class and split, and how ambiguous places resolved."""
-    prepared = prepare_corpus(corpus, classes, cache_root=cache_dir)
+    rules = [parse_class_rule(r) for r in class_rules]
+    prepared = prepare_corpus(corpus, classes, cache_root=cache_dir, class_rules=rules)
     result = corpus_stats(prepared)
     if output is not None:
         write_json_atomic(output, result)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nslm.data.custom import ClassRule
 from nslm.data.numbers import NUMBER_CLASSES, can_be, number_value
 from nslm.data.places import PLACE_CLASSES
 from nslm.data.vocab import Vocabulary
@@ -90,9 +91,29 @@ class PreparedCorpus:
         elif name in PLACE_CLASSES:
             kinds = self.meta.get("place_types", {})
             keep = [i for i, t in enumerate(self.vocab.itos) if kinds.get(t) == name]
+        elif (rule := self.class_rules.get(name)) is not None:
+            claimed = self._builtin_class_types()
+            keep = [
+                i for i, t in enumerate(self.vocab.itos) if rule.matches(t) and i not in claimed
+            ]
         else:
             raise KeyError(name)
         return np.asarray(keep, dtype=np.int64)
+
+    @property
+    def class_rules(self) -> dict[str, ClassRule]:
+        """The user-defined classes of this corpus, by name."""
+        return {
+            r["name"]: ClassRule(r["name"], r["pattern"]) for r in self.meta.get("class_rules", [])
+        }
+
+    def _builtin_class_types(self) -> set[int]:
+        """Type ids that a built-in class of this corpus can claim (they win over user rules)."""
+        claimed: set[int] = set()
+        for name in self.class_names[1:]:
+            if name in NUMBER_CLASSES or name in PLACE_CLASSES:
+                claimed.update(self.class_vocab(name).tolist())
+        return claimed
 
     def type_values(self) -> np.ndarray:
         """The numeric value of every number type in the vocabulary, NaN for other types."""

@@ -18,14 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from nslm.data import numbers, places, tagging, units, vocab
+from nslm.data import custom, numbers, places, tagging, units, vocab
 from nslm.data.corpus import PreparedCorpus, Split
+from nslm.data.custom import ClassRule
 from nslm.data.locate import SPLITS, locate_corpus, user_cache_dir
 from nslm.data.tagging import class_names_for, tag_lines
 from nslm.data.textfile import read_text
 from nslm.data.vocab import Vocabulary
 
-_RULE_MODULES = (numbers, places, tagging, units, vocab)
+_RULE_MODULES = (custom, numbers, places, tagging, units, vocab)
 FORMAT_VERSION = 1
 
 
@@ -35,9 +36,10 @@ def prepared_cache_root() -> Path:
     return Path(env).expanduser() if env else user_cache_dir() / "prepared"
 
 
-def _cache_key(texts: dict[str, str], classes: str) -> str:
+def _cache_key(texts: dict[str, str], classes: str, rules: tuple[ClassRule, ...]) -> str:
     h = hashlib.sha256()
     h.update(f"format={FORMAT_VERSION};classes={classes};".encode())
+    h.update(json.dumps([r.to_json() for r in rules]).encode())
     for split in SPLITS:
         h.update(hashlib.sha256(texts[split].encode("utf-8")).digest())
     for module in _RULE_MODULES:
@@ -53,18 +55,24 @@ def prepare_corpus(
     cache_root: Path | None = None,
     use_cache: bool = True,
     progress: bool = False,
+    class_rules: tuple[ClassRule, ...] | list[ClassRule] = (),
 ) -> PreparedCorpus:
-    """Prepare (or load from cache) a corpus with the given ``classes`` (SPEC §2)."""
-    class_names = class_names_for(classes)
+    """Prepare (or load from cache) a corpus with the given ``classes`` (SPEC §2).
+
+    ``class_rules`` add user-defined classes (a name and a token regex) after the built-in
+    ones; see :mod:`nslm.data.custom`.
+    """
+    rules = tuple(class_rules)
+    class_names = class_names_for(classes, rules)
     paths = locate_corpus(name_or_path)
     texts = {split: read_text(paths[split]) for split in SPLITS}
-    key = _cache_key(texts, classes)
+    key = _cache_key(texts, classes, rules)
     root = Path(cache_root) if cache_root is not None else prepared_cache_root()
     entry = root / key
     if use_cache and (entry / "meta.json").is_file():
         return PreparedCorpus.load(entry)
 
-    corpus = _build(texts, class_names, classes, progress)
+    corpus = _build(texts, class_names, classes, rules, progress)
     corpus.meta.update(
         cache_key=key,
         source=str(name_or_path),
@@ -77,14 +85,18 @@ def prepare_corpus(
 
 
 def _build(
-    texts: dict[str, str], class_names: tuple[str, ...], classes: str, progress: bool
+    texts: dict[str, str],
+    class_names: tuple[str, ...],
+    classes: str,
+    rules: tuple[ClassRule, ...],
+    progress: bool,
 ) -> PreparedCorpus:
     tagged = {}
     for split in _progress(SPLITS, progress, "tagging"):
         lines = texts[split].split("\n")
         if lines and lines[-1] == "":
             lines.pop()  # the newline that ends the file is not an extra line
-        tagged[split] = tag_lines(lines, classes)
+        tagged[split] = tag_lines(lines, classes, rules)
     voc = Vocabulary.from_train_tokens(tagged["train"].tokens)
     class_index = {name: i for i, name in enumerate(class_names)}
     place_types: dict[str, str] = {}
@@ -110,6 +122,7 @@ def _build(
                 place_coords[token] = [lat, lon]
     ambiguity = _ambiguity_report(tagged)
     meta = {
+        "class_rules": [r.to_json() for r in rules],
         "place_types": place_types,
         "place_coords": place_coords,
         "ambiguous_places": ambiguity,

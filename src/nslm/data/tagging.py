@@ -9,23 +9,33 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from nslm.data.custom import ClassRule, token_value
 from nslm.data.numbers import NUMBER_CLASSES, is_number, rejoin_numbers, tag_number
 from nslm.data.places import PLACE_CLASSES, Gazetteer, Place, chunk_token, load_gazetteer
 from nslm.data.vocab import EOS
 from nslm.errors import NslmError
 
 CLASS_FAMILIES = {"numbers": NUMBER_CLASSES, "places": PLACE_CLASSES}
-CLASS_CHOICES = ("numbers", "places", "all")
+CLASS_CHOICES = ("numbers", "places", "all", "none")
 NAN = float("nan")
 
 
-def class_names_for(classes: str) -> tuple[str, ...]:
-    """``("word", <class>, …)`` for ``--classes numbers|places|all``; id 0 is a plain word."""
+def class_names_for(classes: str, rules: tuple[ClassRule, ...] = ()) -> tuple[str, ...]:
+    """``("word", <class>, …)`` for ``--classes numbers|places|all|none`` and user rules.
+
+    Id 0 is a plain word; user-defined classes come after the built-in ones.
+    """
     if classes not in CLASS_CHOICES:
         raise NslmError(f"unknown --classes {classes!r}; choose one of {', '.join(CLASS_CHOICES)}")
-    if classes == "all":
-        return ("word", *NUMBER_CLASSES, *PLACE_CLASSES)
-    return ("word", *CLASS_FAMILIES[classes])
+    builtin = {
+        "all": (*NUMBER_CLASSES, *PLACE_CLASSES),
+        "none": (),
+        **CLASS_FAMILIES,
+    }[classes]
+    names = [rule.name for rule in rules]
+    if len(set(names)) != len(names):
+        raise NslmError(f"a user class is defined twice: {', '.join(names)}")
+    return ("word", *builtin, *names)
 
 
 def is_article_heading(line: str) -> bool:
@@ -49,9 +59,9 @@ class TaggedText:
     ambiguous_hits: Counter = field(default_factory=Counter)
 
 
-def tag_lines(lines: list[str], classes: str) -> TaggedText:
-    """Apply SPEC §2's rules to every line; each line ends with ``<eos>``."""
-    names = class_names_for(classes)
+def tag_lines(lines: list[str], classes: str, rules: tuple[ClassRule, ...] = ()) -> TaggedText:
+    """Apply SPEC §2's rules, then the user's class rules, to every line (each ends in <eos>)."""
+    names = class_names_for(classes, rules)
     want_numbers = "year" in names
     gazetteer = load_gazetteer() if "city" in names else None
     out = TaggedText()
@@ -70,7 +80,11 @@ def tag_lines(lines: list[str], classes: str) -> TaggedText:
                 tag = tag_number(tokens, j)
                 _append(out, token, tag.cls, article, tag.value, target=tag.convert_target)
             else:
-                _append(out, token, "word", article)
+                rule = next((r for r in rules if r.matches(token)), None)
+                if rule is None:
+                    _append(out, token, "word", article)
+                else:
+                    _append(out, token, rule.name, article, token_value(token))
         _append(out, EOS, "word", article)
     return out
 
