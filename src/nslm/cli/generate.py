@@ -1,0 +1,78 @@
+"""``nslm generate RUN --prompt …``: sample a continuation from any nslm LM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from nslm.errors import NslmError
+from nslm.generation.ngram import generate_ngram
+from nslm.generation.sampling import Sampler, SamplingConfig
+
+
+@click.command("generate")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--prompt", default="", help="Text to continue (whitespace-tokenised).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--temperature", type=float, default=1.0, show_default=True, help="0 = greedy.")
+@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True, help="0 = all.")
+@click.option("--top-p", type=float, default=1.0, show_default=True)
+@click.option("--seed", type=int, default=None, help="Fix the random draws.")
+@click.option("--head", default=None, help="Neural runs: the head to sample from [first head].")
+def generate_command(
+    run: Path,
+    prompt: str,
+    max_tokens: int,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int | None,
+    head: str | None,
+) -> None:
+    """Continue PROMPT with the LM in RUN: a training run directory (`nslm train`), an
+    n-gram model directory (`nslm ngram build`) or an ARPA file.
+
+    A sentence end (</s>, <eos>) is printed as a line break.
+    """
+    config = SamplingConfig(temperature=temperature, top_k=top_k or None, top_p=top_p)
+    sampler = Sampler(config, seed=seed)
+    tokens = ["</s>" if t == "<eos>" else t for t in prompt.split()]
+    if _is_ngram(run):
+        from nslm.cli.ngram import load_model
+
+        generated = generate_ngram(load_model(run), tokens, max_tokens, sampler)
+    elif (run / "config.json").is_file():
+        generated = _generate_neural(run, tokens, max_tokens, sampler, head)
+    else:
+        raise NslmError(f"no run or model at {run}")
+    lines: list[list[str]] = [[]]
+    for token in [*tokens, *generated]:
+        if token == "</s>":
+            lines.append([])
+        else:
+            lines[-1].append(token)
+    click.echo("\n".join(" ".join(line) for line in lines))
+
+
+def _generate_neural(
+    run: Path, tokens: list[str], max_tokens: int, sampler: Sampler, head: str | None
+) -> list[str]:
+    from nslm.data.vocab import EOS
+    from nslm.generation.neural import generate_neural
+    from nslm.models.load import load_run
+
+    loaded = load_run(run)
+    vocab = loaded.corpus.vocab
+    head = head or loaded.cfg.heads[0]
+    if head not in loaded.cfg.heads:
+        raise NslmError(f"{run} has no {head!r} head; it has {', '.join(loaded.cfg.heads)}")
+    prompt_ids = [int(i) for i in vocab.encode([EOS if t == "</s>" else t for t in tokens])]
+    ids = generate_neural(
+        loaded.model, prompt_ids, max_tokens, sampler, head=head, eos_id=vocab.stoi[EOS]
+    )
+    return ["</s>" if vocab.itos[i] == EOS else vocab.itos[i] for i in ids]
+
+
+def _is_ngram(run: Path) -> bool:
+    return (run / "model.json").is_file() or (run.is_file() and run.suffix in (".arpa", ".lm"))

@@ -1,0 +1,217 @@
+"""``nslm ngram build|eval|export-arpa``: n-gram LMs scored by the same per-class evaluator."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from nslm.data.locate import locate_corpus
+from nslm.data.prepare import prepare_corpus
+from nslm.data.tagging import CLASS_CHOICES
+from nslm.errors import NslmError
+from nslm.evaluation.perplexity import class_perplexities, perplexity
+from nslm.ngram.arpa import read_arpa, write_arpa
+from nslm.ngram.build import (
+    METHODS,
+    build_model,
+    prepared_stream,
+    raw_lines,
+    raw_stream,
+    raw_vocabulary,
+    score_split,
+)
+from nslm.ngram.counting import MAX_ORDER
+from nslm.ngram.model import EOS, NgramModel
+
+cache_option = click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where prepared corpora are cached [$NSLM_CACHE_DIR or ~/.cache/nslm/prepared].",
+)
+
+
+@click.group("ngram")
+def ngram_group() -> None:
+    """N-gram LMs: modified Kneser-Ney (lmplz-compatible), MLE and add-k; ARPA in and out."""
+
+
+@ngram_group.command("build")
+@click.argument("corpus")
+@click.argument("out", type=click.Path(path_type=Path))
+@click.option("--order", type=int, default=5, show_default=True, help=f"n, 1..{MAX_ORDER}.")
+@click.option("--method", type=click.Choice(METHODS), default="kn", show_default=True)
+@click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k of add-k.")
+@click.option("--classes", type=click.Choice(CLASS_CHOICES), default="all", show_default=True)
+@click.option("--tagged", is_flag=True, help="Replace class tokens by their class tags.")
+@click.option("--raw", is_flag=True, help="Use the raw text as lmplz reads it (no preparation).")
+@click.option(
+    "--discount-fallback",
+    is_flag=True,
+    help="Use KN discounts 0.5 1 1.5 where count-of-counts cannot give them (as lmplz).",
+)
+@cache_option
+def build(
+    corpus: str,
+    out: Path,
+    order: int,
+    method: str,
+    add_k: float,
+    classes: str,
+    tagged: bool,
+    raw: bool,
+    discount_fallback: bool,
+    cache_dir: Path | None,
+) -> None:
+    """Build an n-gram model of CORPUS's train split into the directory OUT."""
+    if not 1 <= order <= MAX_ORDER:
+        raise NslmError(f"--order must be between 1 and {MAX_ORDER}, got {order}")
+    if raw and tagged:
+        raise NslmError("--raw and --tagged exclude each other (the raw text has no classes)")
+    console = Console(stderr=True)
+    started = time.perf_counter()
+    if raw:
+        lines = raw_lines(locate_corpus(corpus)["train"])
+        itos, unk = raw_vocabulary(lines)
+        stream = raw_stream(lines, itos, unk)
+        source = {"corpus": corpus, "stream": "raw"}
+    else:
+        prepared = prepare_corpus(corpus, classes, cache_root=cache_dir)
+        stream = prepared_stream(prepared, "train", tagged=tagged)
+        source = {
+            "corpus": corpus,
+            "classes": classes,
+            "stream": "tagged" if tagged else "prepared",
+            "cache_key": prepared.meta.get("cache_key"),
+        }
+    fallback = (0.5, 1.0, 1.5) if discount_fallback else None
+    model = build_model(stream, order, method, add_k=add_k, discount_fallback=fallback)
+    model.meta.update(source)
+    model.meta["build_seconds"] = round(time.perf_counter() - started, 3)
+    model.save(out)
+    sizes = ", ".join(f"{k}-grams {n:,}" for k, n in enumerate(model.sizes(), start=1))
+    console.print(f"built {order}-gram {method} model in {model.meta['build_seconds']} s: {sizes}")
+    console.print(f"saved to {out}")
+
+
+@ngram_group.command("eval")
+@click.argument("model_path", metavar="MODEL", type=click.Path(path_type=Path))
+@click.option("--split", type=click.Choice(["train", "valid", "test"]), default="test")
+@click.option("--corpus", default=None, help="Corpus for an ARPA MODEL [default wikitext-2].")
+@click.option("--classes", type=click.Choice(CLASS_CHOICES), default=None)
+@click.option("--raw", is_flag=True, help="Score an ARPA MODEL on the raw text stream.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@cache_option
+def evaluate(
+    model_path: Path,
+    split: str,
+    corpus: str | None,
+    classes: str | None,
+    raw: bool,
+    as_json: bool,
+    output: Path | None,
+    cache_dir: Path | None,
+) -> None:
+    """Perplexity of MODEL (a model directory or an ARPA file), per class on prepared corpora."""
+    model = load_model(model_path)
+    meta = model.meta
+    stream_kind = "raw" if raw else meta.get("stream", "prepared")
+    corpus = corpus or meta.get("corpus", "wikitext-2")
+    started = time.perf_counter()
+    if stream_kind == "raw":
+        lines = raw_lines(locate_corpus(corpus)[split])
+        tokens = [t for line in lines for t in (*line, EOS)]
+        log_probs = model.score_ids(model.encode(tokens), first_nan=False)
+        oov = sum(t not in model.stoi for t in tokens)
+        result: dict = {
+            "Global": {"ppl": perplexity(log_probs), "tokens": len(tokens)},
+            "oov_tokens": oov,
+        }
+    else:
+        prepared = prepare_corpus(
+            corpus, classes or meta.get("classes", "all"), cache_root=cache_dir
+        )
+        log_probs = score_split(model, prepared, split, tagged=stream_kind == "tagged")
+        result = class_perplexities(log_probs, prepared.splits[split], prepared)
+    seconds = time.perf_counter() - started
+    zero = int(np.count_nonzero(np.isneginf(log_probs)))
+    payload = json_safe(
+        {
+            "model": str(model_path),
+            "method": meta.get("method"),
+            "order": model.order,
+            "stream": stream_kind,
+            "split": split,
+            "zero_probability_tokens": zero,
+            "seconds": round(seconds, 3),
+            "rows": result,
+        }
+    )
+    if output is not None:
+        _write_json_atomic(output, payload)
+    if as_json:
+        click.echo(json.dumps(payload, indent=2))
+        return
+    table = Table(
+        title=f"{model.order}-gram {meta.get('method')} on {corpus} {split} ({stream_kind})"
+    )
+    for col in ("row", "perplexity", "tokens"):
+        table.add_column(col, justify="left" if col == "row" else "right")
+    for name, row in result.items():
+        if isinstance(row, dict):
+            ppl = row["ppl"]
+            shown = "inf" if ppl == math.inf else ("-" if math.isnan(ppl) else f"{ppl:,.2f}")
+            table.add_row(name, shown, f"{row['tokens']:,}")
+    Console().print(table)
+    if stream_kind == "tagged":
+        Console().print("tagged stream: a class row is the perplexity of P(class tag | history)")
+    if zero:
+        Console().print(
+            f"{zero:,} tokens got probability 0 (unseen n-grams), so the perplexity is infinite"
+        )
+
+
+@ngram_group.command("export-arpa")
+@click.argument("model_path", metavar="MODEL", type=click.Path(path_type=Path))
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+def export_arpa(model_path: Path, out: Path) -> None:
+    """Write MODEL as an ARPA file OUT (readable by KenLM, SRILM, …)."""
+    model = load_model(model_path)
+    write_arpa(model, out)
+    Console(stderr=True).print(f"wrote {out} ({', '.join(f'{n:,}' for n in model.sizes())})")
+
+
+def load_model(path: Path) -> NgramModel:
+    """A saved model directory, or an ARPA file."""
+    path = Path(path)
+    if path.is_dir():
+        return NgramModel.load(path)
+    if path.is_file():
+        return read_arpa(path)
+    raise NslmError(f"no n-gram model at {path}")
+
+
+def json_safe(value):
+    """Infinite / undefined perplexities as the strings "inf" / "nan": valid JSON, not hidden."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _write_json_atomic(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2))
+    tmp.replace(path)
