@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +14,7 @@ from nslm.data.numbers import (
     rejoin_numbers,
     tag_number,
 )
+from nslm.data.units import convert_value
 
 
 @pytest.mark.parametrize(
@@ -84,14 +83,21 @@ def test_number_class_rules(line: str, expected: list[tuple[str, str]]) -> None:
     assert _classes(line) == expected
 
 
-def test_convert_target_is_the_exact_conversion() -> None:
+def test_conversion_records_quantity_and_units() -> None:
     tokens = ["about", "5", "miles", "(", "8", "km", ")", "upstream"]
     tag = tag_number(tokens, 4)
-    assert tag.cls == "convert"
-    assert tag.convert_target == pytest.approx(5 * 1.609344)
+    assert tag.cls == "convert" and tag.conversion is not None
+    assert tag.conversion.quantity == 5
+    assert (tag.conversion.source_unit.name, tag.conversion.target_unit.name) == ("mi", "km")
+    assert convert_value(5, tag.conversion.source_unit, tag.conversion.target_unit) == (
+        pytest.approx(5 * 1.609344)
+    )
     fahrenheit = ["90", "°", "F", "(", "32", "°", "C", ")"]
-    assert tag_number(fahrenheit, 4).convert_target == pytest.approx((90 - 32) * 5 / 9)
-    assert math.isnan(tag_number(tokens, 1).convert_target)
+    f = tag_number(fahrenheit, 4).conversion
+    assert convert_value(f.quantity, f.source_unit, f.target_unit) == pytest.approx(
+        (90 - 32) * 5 / 9
+    )
+    assert tag_number(tokens, 1).conversion is None
 
 
 @given(st.integers(min_value=0, max_value=10**9))

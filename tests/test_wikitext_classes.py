@@ -77,7 +77,7 @@ def test_counts_with_convert_folded_back(wt2_numbers: PreparedCorpus, monkeypatc
     from nslm.data.locate import locate_corpus
     from nslm.data.textfile import read_text
 
-    monkeypatch.setattr(numbers, "_convert_target", lambda tokens, i: None)
+    monkeypatch.setattr(numbers, "_conversion", lambda tokens, i: None)
     lines = read_text(locate_corpus("wikitext-2")["train"]).split("\n")
     tagged = tagging.tag_lines(lines, "numbers")
     got = {name: tagged.classes.count(name) for name in NUMBER_CLASSES}
@@ -108,11 +108,22 @@ def test_number_values_match_their_tokens(wt2_numbers: PreparedCorpus) -> None:
 def test_convert_targets_only_on_convert_tokens(wt2_numbers: PreparedCorpus) -> None:
     s = wt2_numbers.train
     convert = s.rule_class_ids == wt2_numbers.class_id("convert")
-    assert not np.isnan(s.convert_targets[convert]).any()
+    assert not np.isnan(s.convert_targets[convert, 0]).any()
     assert np.isnan(s.convert_targets[~convert]).all()
-    # most WikiText conversions are right to the converted token's precision
-    rel = np.abs(s.convert_targets[convert] - s.values[convert]) / np.maximum(s.values[convert], 1)
-    assert np.mean(rel < 0.05) > 0.8
+    # most WikiText conversions are right, to the converted token's precision, in one of the
+    # units that training converts the quantity's unit to
+    for split in wt2_numbers.splits.values():
+        convert = split.rule_class_ids == wt2_numbers.class_id("convert")
+        targets, values = split.convert_targets[convert], split.values[convert]
+        rel = np.abs(targets - values[:, None]) / np.maximum(values, 1)[:, None]
+        assert np.mean((rel < 0.05).any(axis=1)) > 0.85
+
+
+def test_unit_map_is_learned_from_training(wt2_numbers: PreparedCorpus) -> None:
+    unit_map = wt2_numbers.meta["unit_map"]
+    assert max(unit_map["mi"], key=unit_map["mi"].get) == "km"
+    assert max(unit_map["° F"], key=unit_map["° F"].get) == "° C"
+    assert max(unit_map["ft"], key=unit_map["ft"].get) == "m"
 
 
 def test_class_tokens_lie_in_their_class_vocabulary(wt2_all: PreparedCorpus) -> None:

@@ -27,7 +27,9 @@ class Split:
     ``rule_class_ids`` is the class the rules gave the token. A valid/test token outside the
     training vocabulary becomes ``<unk>`` and, for modelling, a plain word: that is
     ``class_ids``. ``values`` holds a number's value, ``coords`` a place's (lat, lon), and
-    ``convert_targets`` the exact converted quantity for ``<convert>`` tokens (NaN elsewhere).
+    ``convert_targets`` (N, 3) the preceding quantity of a ``<convert>`` token in each unit that
+    training converts its unit to, most frequent first (NaN elsewhere; see
+    :mod:`nslm.data.conversions`).
     """
 
     name: str
@@ -35,7 +37,7 @@ class Split:
     rule_class_ids: np.ndarray  # int16
     values: np.ndarray  # float64
     coords: np.ndarray  # float64, shape (N, 2)
-    convert_targets: np.ndarray  # float64
+    convert_targets: np.ndarray  # float64, shape (N, 3)
     article_ids: np.ndarray  # int32
     unk_id: int
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from nslm.data.units import convert_value, unit_at, unit_ending_at
+from nslm.data.units import Unit, unit_at, unit_ending_at
 
 # The order of the paper's Table 2 rows; class ids follow it.
 NUMBER_CLASSES: tuple[str, ...] = ("year", "day", "round", "decimal", "range", "convert", "other")
@@ -68,16 +68,29 @@ def is_round_shaped(token: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Conversion:
+    """``Q unit ( N unit2 )``: the quantity converted, its unit, and the unit N is written in.
+
+    ``target_unit`` comes after the number, so a model predicting N must not read it; it is
+    kept only to learn, on the training split, which units each unit gets converted to.
+    """
+
+    quantity: float
+    source_unit: Unit
+    target_unit: Unit
+
+
+@dataclass(frozen=True)
 class NumberTag:
-    """The class of one number token; ``convert_target`` is set for ``convert`` only."""
+    """The class of one number token; ``conversion`` is set for ``convert`` only."""
 
     cls: str
     value: float
-    convert_target: float = float("nan")
+    conversion: Conversion | None = None
 
 
-def _convert_target(tokens: list[str], i: int) -> float | None:
-    """If ``tokens[i]`` is the number of ``Q unit ( N unit2 … )``, the exact Q in unit2.
+def _conversion(tokens: list[str], i: int) -> Conversion | None:
+    """If ``tokens[i]`` is the number of ``Q unit ( N unit2 … )``, the conversion it is.
 
     Every number in the parentheses that is followed by a unit of the quantity's dimension
     counts, so both numbers of ``5 knots ( 9 km / h ; 6 mph )`` are conversions.
@@ -99,16 +112,16 @@ def _convert_target(tokens: list[str], i: int) -> float | None:
     q = j - span - 1
     if q < 0 or not is_number(tokens[q]) or source_unit.dimension != target_unit.dimension:
         return None
-    return convert_value(number_value(tokens[q]), source_unit, target_unit)
+    return Conversion(number_value(tokens[q]), source_unit, target_unit)
 
 
 def tag_number(tokens: list[str], i: int) -> NumberTag:
     """Classify the number ``tokens[i]`` by SPEC §2's rules, in order."""
     token = tokens[i]
     value = number_value(token)
-    target = _convert_target(tokens, i)
-    if target is not None:
-        return NumberTag("convert", value, target)
+    conversion = _conversion(tokens, i)
+    if conversion is not None:
+        return NumberTag("convert", value, conversion)
     if i >= 2 and tokens[i - 1] in _RANGE_WORDS and is_number(tokens[i - 2]):
         return NumberTag("range", value)
     if "." in token:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nslm.data import custom, numbers, places, tagging, units, vocab
+from nslm.data import conversions, custom, numbers, places, tagging, units, vocab
+from nslm.data.conversions import learn_unit_map, plausible_conversions, unit_map_json
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.custom import ClassRule
 from nslm.data.locate import SPLITS, locate_corpus, user_cache_dir
@@ -26,7 +27,7 @@ from nslm.data.tagging import class_names_for, tag_lines
 from nslm.data.textfile import read_text
 from nslm.data.vocab import Vocabulary
 
-_RULE_MODULES = (custom, numbers, places, tagging, units, vocab)
+_RULE_MODULES = (conversions, custom, numbers, places, tagging, units, vocab)
 FORMAT_VERSION = 1
 
 
@@ -98,6 +99,7 @@ def _build(
             lines.pop()  # the newline that ends the file is not an extra line
         tagged[split] = tag_lines(lines, classes, rules)
     voc = Vocabulary.from_train_tokens(tagged["train"].tokens)
+    unit_map = learn_unit_map(tagged["train"].conversions)
     class_index = {name: i for i, name in enumerate(class_names)}
     place_types: dict[str, str] = {}
     place_coords: dict[str, list[float]] = {}
@@ -112,7 +114,7 @@ def _build(
             rule_class_ids=rule_classes,
             values=np.asarray(t.values, dtype=np.float64),
             coords=np.stack([np.asarray(t.lats), np.asarray(t.lons)], axis=1),
-            convert_targets=np.asarray(t.convert_targets, dtype=np.float64),
+            convert_targets=plausible_conversions(t.conversions, unit_map),
             article_ids=np.asarray(t.articles, dtype=np.int32),
             unk_id=voc.unk_id,
         )
@@ -123,6 +125,7 @@ def _build(
     ambiguity = _ambiguity_report(tagged)
     meta = {
         "class_rules": [r.to_json() for r in rules],
+        "unit_map": unit_map_json(unit_map),
         "place_types": place_types,
         "place_coords": place_coords,
         "ambiguous_places": ambiguity,

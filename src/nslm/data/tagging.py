@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from nslm.data.custom import ClassRule, token_value
-from nslm.data.numbers import NUMBER_CLASSES, is_number, rejoin_numbers, tag_number
+from nslm.data.numbers import NUMBER_CLASSES, Conversion, is_number, rejoin_numbers, tag_number
 from nslm.data.places import PLACE_CLASSES, Gazetteer, Place, chunk_token, load_gazetteer
 from nslm.data.vocab import EOS
 from nslm.errors import NslmError
@@ -53,7 +53,7 @@ class TaggedText:
     values: list[float] = field(default_factory=list)  # number value, else NaN
     lats: list[float] = field(default_factory=list)
     lons: list[float] = field(default_factory=list)
-    convert_targets: list[float] = field(default_factory=list)
+    conversions: list[Conversion | None] = field(default_factory=list)
     articles: list[int] = field(default_factory=list)
     # ambiguous place name → how many tokens took it
     ambiguous_hits: Counter = field(default_factory=Counter)
@@ -78,7 +78,7 @@ def tag_lines(lines: list[str], classes: str, rules: tuple[ClassRule, ...] = ())
                 _append(out, token, place.cls, article, lat=place.lat, lon=place.lon)
             elif want_numbers and token[0].isdigit() and is_number(token):
                 tag = tag_number(tokens, j)
-                _append(out, token, tag.cls, article, tag.value, target=tag.convert_target)
+                _append(out, token, tag.cls, article, tag.value, conversion=tag.conversion)
             else:
                 rule = next((r for r in rules if r.matches(token)), None)
                 if rule is None:
@@ -90,13 +90,14 @@ def tag_lines(lines: list[str], classes: str, rules: tuple[ClassRule, ...] = ())
 
 
 def _append(out: TaggedText, token: str, cls: str, article: int, value: float = NAN,
-            lat: float = NAN, lon: float = NAN, target: float = NAN) -> None:  # fmt: skip
+            lat: float = NAN, lon: float = NAN, conversion: Conversion | None = None,
+            ) -> None:  # fmt: skip
     out.tokens.append(token)
     out.classes.append(cls)
     out.values.append(value)
     out.lats.append(lat)
     out.lons.append(lon)
-    out.convert_targets.append(target)
+    out.conversions.append(conversion)
     out.articles.append(article)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Unit:
+    name: str  # the canonical spelling (the first one listed below)
     dimension: str
     factor: float
     offset: float = 0.0
@@ -27,8 +28,9 @@ _TABLE: dict[str, Unit] = {}
 
 
 def _add(dimension: str, factor: float, *spellings: str, offset: float = 0.0) -> None:
+    unit = Unit(spellings[0], dimension, factor, offset)
     for spelling in spellings:
-        _TABLE[spelling] = Unit(dimension, factor, offset)
+        _TABLE[spelling] = unit
 
 
 # length (metre)
