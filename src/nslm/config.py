@@ -1,0 +1,211 @@
+"""Training configuration: dataclass defaults, TOML files and ``--set key=value`` overrides.
+
+One flat table of keys keeps ``--set`` simple (``--set hidden_size=512``). Every key has a
+default here; a TOML file in ``configs/`` overrides some of them, and ``--set`` overrides
+the file. An unknown key, a value of the wrong type or a malformed file is an
+:class:`~nslm.errors.NslmError` that names the valid keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nslm.errors import NslmError
+
+
+@dataclass
+class TrainConfig:
+    """Every knob of ``nslm train``; the defaults are the fast CPU configuration."""
+
+    # data
+    corpus: str = "wikitext-2"
+    classes: str = "all"
+    # user-defined classes, "NAME=REGEX" each (paper Table 1, step 2; docs/user-classes.md)
+    class_rules: list[str] = field(default_factory=list)
+    train_tokens: int = 0  # 0 = the whole split; >0 = a prefix (tiny test configs)
+    valid_tokens: int = 0
+    # model
+    model: str = "lstm"  # lstm | awd | transformer | fixed-window
+    emb_size: int = 256
+    hidden_size: int = 512
+    num_layers: int = 2
+    dropout: float = 0.3
+    tie_weights: bool = False  # awd: the NNLM head's embedding is the input embedding
+    weight_drop: float = 0.0  # awd: DropConnect on the hidden-to-hidden weights
+    embed_dropout: float = 0.0  # awd: drop whole word types from the embedding
+    locked_dropout: bool = False  # one dropout mask per sequence, not per step (lstm, awd)
+    n_heads: int = 4  # transformer
+    ff_size: int = 1024  # transformer
+    context: int = 4  # fixed-window: words of history (n − 1)
+    # heads
+    heads: list[str] = field(default_factory=lambda: ["nnlm", "hnlm"])
+    softmax: str = "adaptive"  # full | adaptive
+    cutoffs: list[int] = field(default_factory=lambda: [2000, 10000])
+    div_value: float = 4.0
+    hnlm_weight: float = 1.0  # weight of the HNLM loss in the multi-task sum
+    # optimisation
+    optimizer: str = "adam"  # sgd | adam | adamw
+    lr: float = 2e-3
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    lr_schedule: str = "plateau"  # plateau | cosine | constant
+    lr_decay: float = 4.0  # plateau: divide the lr by this when validation stalls
+    warmup_steps: int = 0
+    clip: float = 0.25
+    batch_size: int = 64
+    bptt: int = 35
+    epochs: int = 40
+    max_steps: int = 0  # 0 = no limit; a limit on optimizer steps (tests)
+    max_minutes: float = 0.0  # 0 = no limit; stop training after this much wall time
+    patience: int = 3  # epochs without validation gain before early stopping
+    eval_every: int = 0  # also evaluate every N steps (0 = once per epoch)
+    eval_batch_size: int = 16
+    eval_tokens: int = 0  # 0 = whole validation split at each evaluation
+    # speed and reproducibility
+    seed: int = 1
+    threads: int = 0  # 0 = leave torch's default
+    bf16: bool = False  # bfloat16 autocast on CPU
+    compile: bool = False  # torch.compile the backbone
+    checkpoint_every: int = 500  # steps between resumable checkpoints (0 = epoch ends only)
+    # logging
+    progress: bool = True
+    tensorboard: bool = False
+    log_every: int = 50
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "model": ("lstm", "awd", "transformer", "fixed-window"),
+    "softmax": ("full", "adaptive"),
+    "optimizer": ("sgd", "adam", "adamw"),
+    "lr_schedule": ("plateau", "cosine", "constant"),
+    "classes": ("numbers", "places", "all", "none"),  # none: only class_rules
+}
+HEAD_NAMES = ("nnlm", "hnlm")
+
+
+def valid_keys() -> list[str]:
+    return [f.name for f in dataclasses.fields(TrainConfig)]
+
+
+def _field_types() -> dict[str, Any]:
+    defaults = TrainConfig()
+    return {k: type(getattr(defaults, k)) for k in valid_keys()}
+
+
+def _coerce(key: str, value: Any) -> Any:
+    """Check ``value`` against the default's type; ints are accepted where floats are."""
+    want = _field_types()[key]
+    if want is bool:
+        if isinstance(value, bool):
+            return value
+    elif want is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif want is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif want is list:
+        if isinstance(value, list):
+            return list(value)
+    elif isinstance(value, want):
+        return value
+    raise NslmError(f"config key {key!r} wants a {want.__name__}, got {value!r}")
+
+
+def _unknown(key: str) -> NslmError:
+    return NslmError(f"unknown config key {key!r}; valid keys: {', '.join(valid_keys())}")
+
+
+def _parse_override(item: str) -> tuple[str, Any]:
+    """``key=value``: the value is read as TOML (numbers, booleans, lists), else a string."""
+    if "=" not in item:
+        raise NslmError(f"--set wants key=value, got {item!r}")
+    key, raw = (s.strip() for s in item.split("=", 1))
+    if key not in valid_keys():
+        raise _unknown(key)
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
+def build_config(values: dict[str, Any]) -> TrainConfig:
+    """A validated :class:`TrainConfig` from a flat mapping of overrides."""
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in valid_keys():
+            raise _unknown(key)
+        kwargs[key] = _coerce(key, value)
+    cfg = TrainConfig(**kwargs)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: TrainConfig) -> None:
+    for key, allowed in CHOICES.items():
+        if getattr(cfg, key) not in allowed:
+            raise NslmError(f"config key {key!r} must be one of {', '.join(allowed)}")
+    if not cfg.heads or any(h not in HEAD_NAMES for h in cfg.heads):
+        raise NslmError(f"config key 'heads' must be a non-empty list of {HEAD_NAMES}")
+    positive = ("emb_size", "hidden_size", "num_layers", "batch_size", "bptt", "eval_batch_size")
+    for key in positive:
+        if getattr(cfg, key) <= 0:
+            raise NslmError(f"config key {key!r} must be positive")
+    if not 0.0 <= cfg.dropout < 1.0:
+        raise NslmError("config key 'dropout' must be in [0, 1)")
+    if cfg.lr <= 0:
+        raise NslmError("config key 'lr' must be positive")
+    if sorted(cfg.cutoffs) != cfg.cutoffs or any(c <= 0 for c in cfg.cutoffs):
+        raise NslmError("config key 'cutoffs' must be increasing positive integers")
+    class_rules_of(cfg)  # a bad NAME=REGEX or a built-in name fails here, before any work
+    if cfg.model == "transformer" and cfg.hidden_size % cfg.n_heads:
+        raise NslmError("transformer: hidden_size must be divisible by n_heads")
+
+
+def class_rules_of(cfg: TrainConfig) -> tuple:
+    """The run's user-defined classes as :class:`~nslm.data.custom.ClassRule` objects."""
+    from nslm.data.custom import parse_class_rule
+
+    if not all(isinstance(r, str) for r in cfg.class_rules):
+        raise NslmError("config key 'class_rules' must be a list of \"NAME=REGEX\" strings")
+    return tuple(parse_class_rule(r) for r in cfg.class_rules)
+
+
+def load_config(path: Path | None, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
+    """Read a TOML config (or start from the defaults) and apply ``key=value`` overrides."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise NslmError(f"config file not found: {path}")
+        try:
+            values = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise NslmError(f"malformed config {path}: {exc}") from None
+        nested = [k for k, v in values.items() if isinstance(v, dict)]
+        if nested:
+            raise _unknown(nested[0])
+    for item in overrides:
+        key, value = _parse_override(item)
+        values[key] = value
+    return build_config(values)
+
+
+def config_from_json(text: str) -> TrainConfig:
+    """The config a run directory saved (``config.json``)."""
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NslmError(f"malformed config.json: {exc}") from None
+    if not isinstance(values, dict):
+        raise NslmError("malformed config.json: not a JSON object")
+    return build_config(values)

@@ -1,0 +1,6 @@
+"""Neural LMs: backbones (LSTM, AWD-LSTM, Transformer) and the NNLM / HNLM heads."""
+
+from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
+from nslm.models.lm import LanguageModel
+
+__all__ = ["HNLMHead", "HNLMLayout", "LanguageModel", "NNLMHead"]

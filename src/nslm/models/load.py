@@ -1,0 +1,49 @@
+"""Load a trained run (config.json, vocab.json, layout.json, model.safetensors) for scoring.
+
+Nothing is unpickled: the weights are safetensors, everything else JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from nslm.config import TrainConfig, config_from_json
+from nslm.errors import NslmError
+from nslm.models.heads import HNLMLayout
+from nslm.models.lm import LanguageModel
+from nslm.training.checkpoint import load_model_tensors, read_json
+
+
+@dataclass
+class LoadedRun:
+    cfg: TrainConfig
+    model: LanguageModel
+    corpus: object  # PreparedCorpus
+    run_dir: Path
+
+
+def load_run(run_dir: Path | str, corpus=None) -> LoadedRun:
+    """The best weights of ``run_dir`` in eval mode, with the corpus it was trained on."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").is_file():
+        raise NslmError(f"not a run directory (no config.json): {run_dir}")
+    cfg = config_from_json((run_dir / "config.json").read_text(encoding="utf-8"))
+    if corpus is None:
+        from nslm.config import class_rules_of
+        from nslm.data import prepare_corpus
+
+        corpus = prepare_corpus(cfg.corpus, cfg.classes, class_rules=class_rules_of(cfg))
+    itos = read_json(run_dir / "vocab.json").get("itos")
+    if itos != corpus.vocab.itos:
+        raise NslmError(f"{run_dir} was trained on a different vocabulary than this corpus")
+    layout = None
+    if "hnlm" in cfg.heads:
+        layout = HNLMLayout.from_json(read_json(run_dir / "layout.json"))
+    model = LanguageModel(cfg, len(itos), layout)
+    weights = run_dir / "model.safetensors"
+    if not weights.is_file():
+        raise NslmError(f"{run_dir} has no model.safetensors yet (training not far enough)")
+    load_model_tensors(model, weights)
+    model.eval()
+    return LoadedRun(cfg, model, corpus, run_dir)

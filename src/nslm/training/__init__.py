@@ -1,0 +1,1 @@
+"""Training: TBPTT batches, the loop, checkpoints and DistributedDataParallel helpers."""

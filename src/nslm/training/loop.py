@@ -1,0 +1,340 @@
+"""The training loop: stateful TBPTT, clipping, LR schedule, per-epoch validation, early
+stopping, atomic checkpoints with exact resume, JSONL metrics and optional TensorBoard."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nslm.config import TrainConfig, config_from_json
+from nslm.errors import NslmError
+from nslm.models.heads import HNLMLayout
+from nslm.models.lm import LanguageModel
+from nslm.scoring import score_arrays
+from nslm.training import checkpoint as ck
+from nslm.training import distributed as dd
+from nslm.training.batches import make_streams
+from nslm.training.progress import Progress
+
+
+def load_corpus(cfg: TrainConfig):
+    from nslm.config import class_rules_of
+    from nslm.data import prepare_corpus
+
+    return prepare_corpus(cfg.corpus, cfg.classes, class_rules=class_rules_of(cfg))
+
+
+def build_optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(
+            params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+        )
+    if cfg.optimizer == "adam":
+        # fused: one kernel over all parameters; a large share of a CPU step otherwise.
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
+    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
+
+
+def scheduled_lr(cfg: TrainConfig, base: float, step: int, total: int, elapsed: float) -> float:
+    """The lr for ``step``: linear warm-up, then constant, plateau-held or cosine.
+
+    With a wall-time budget (``max_minutes``) the cosine follows the budget, so the rate
+    reaches zero when time runs out, whichever comes first of time and steps.
+    """
+    if cfg.warmup_steps and step < cfg.warmup_steps:
+        return base * (step + 1) / cfg.warmup_steps
+    if cfg.lr_schedule != "cosine":
+        return base
+    progress = step / max(total, 1)
+    if cfg.max_minutes > 0:
+        progress = max(progress, elapsed / (cfg.max_minutes * 60))
+    return 0.5 * base * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+class Trainer:
+    """One training run in ``run_dir``; ``run()`` trains, ``resume=True`` continues it."""
+
+    def __init__(self, cfg: TrainConfig, run_dir: Path, *, resume: bool = False) -> None:
+        self.rank, self.world = dd.init_distributed()
+        self.run_dir = Path(run_dir)
+        if resume:
+            saved = self.run_dir / "config.json"
+            if not saved.is_file():
+                raise NslmError(f"nothing to resume in {self.run_dir}: no config.json")
+            cfg = config_from_json(saved.read_text(encoding="utf-8"))
+        self.cfg = cfg
+        if cfg.threads > 0:
+            torch.set_num_threads(cfg.threads)
+        self.corpus = load_corpus(cfg)
+        self.layout = HNLMLayout.from_corpus(self.corpus) if "hnlm" in cfg.heads else None
+        torch.manual_seed(cfg.seed)
+        self.model = LanguageModel(cfg, len(self.corpus.vocab), self.layout)
+        if cfg.compile:
+            self.model.backbone = torch.compile(self.model.backbone)
+        self.ddp = dd.wrap_model(self.model)
+        self.optimizer = build_optimizer(cfg, self.model)
+        train = self.corpus.train
+        n = cfg.train_tokens or len(train)
+        all_streams = make_streams(
+            train.token_ids[:n], train.class_ids[:n].astype(np.int64),
+            train.article_ids[:n], cfg.batch_size * self.world,
+        )  # fmt: skip
+        self.streams = all_streams.take(self.rank * cfg.batch_size, cfg.batch_size)
+        self.n_batches = self.streams.n_batches(cfg.bptt)
+        self.state: dict[str, Any] = {
+            "epoch": 0, "batch": 0, "step": 0, "lr": cfg.lr, "best": math.inf,
+            "best_epoch": -1, "bad_epochs": 0, "elapsed": 0.0, "done": False,
+            "world": self.world, "tokens": 0, "step_seconds": 0.0,
+        }  # fmt: skip
+        self.hidden: Any = None
+        if resume:
+            self._load_latest()
+        elif self.rank == 0:
+            self._start_run_dir()
+        dd.barrier()
+        self.writer = None
+        if cfg.tensorboard and self.rank == 0:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(str(self.run_dir / "tensorboard"))
+
+    # -- run directory ---------------------------------------------------------------------
+
+    def _start_run_dir(self) -> None:
+        if (self.run_dir / "latest.json").exists():
+            raise NslmError(f"{self.run_dir} already holds a run; use --resume or a new dir")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        ck.write_json_atomic(self.run_dir / "config.json", self.cfg.to_json())
+        ck.write_json_atomic(self.run_dir / "vocab.json", {"itos": self.corpus.vocab.itos})
+        if self.layout is not None:
+            ck.write_json_atomic(self.run_dir / "layout.json", self.layout.to_json())
+
+    def _save(self) -> None:
+        step = self.state["step"]
+        dd.barrier()
+        tmp = ck.begin_checkpoint(self.run_dir, step) if self.rank == 0 else None
+        dd.barrier()
+        tmp = tmp or self.run_dir / f".{ck.checkpoint_name(step)}.tmp"
+        own: dict[str, torch.Tensor] = {"rng": torch.get_rng_state()}
+        if self.hidden is not None:
+            for i, t in enumerate(self.hidden):
+                own[f"hidden.{i}"] = t
+        ck.save_tensors_atomic(tmp / f"rank{self.rank}.safetensors", own)
+        if self.rank == 0:
+            ck.save_tensors_atomic(tmp / "model.safetensors", ck.model_tensors(self.model))
+            tensors, meta = ck.optimizer_to_files(self.optimizer)
+            ck.save_tensors_atomic(tmp / "optim.safetensors", tensors)
+            ck.write_json_atomic(tmp / "optim.json", meta)
+            ck.write_json_atomic(tmp / "state.json", self.state)
+        dd.barrier()
+        if self.rank == 0:
+            ck.commit_checkpoint(self.run_dir, step)
+        dd.barrier()
+
+    def _load_latest(self) -> None:
+        from safetensors.torch import load_file
+
+        path = ck.latest_checkpoint(self.run_dir)
+        if path is None:
+            raise NslmError(f"nothing to resume in {self.run_dir}: no checkpoint yet")
+        saved_vocab = ck.read_json(self.run_dir / "vocab.json").get("itos")
+        if saved_vocab != self.corpus.vocab.itos:
+            raise NslmError(f"{self.run_dir} was trained on a different vocabulary")
+        state = ck.read_json(path / "state.json")
+        if state.get("world") != self.world:
+            raise NslmError(f"run used {state.get('world')} processes; resume with as many")
+        # Checkpoints from before step time was tracked: the wall time bounds it from above.
+        state.setdefault("step_seconds", state.get("elapsed", 0.0))
+        self.state.update(state)
+        ck.load_model_tensors(self.model, path / "model.safetensors")
+        optim = ck.optimizer_from_files(
+            load_file(str(path / "optim.safetensors")), ck.read_json(path / "optim.json")
+        )
+        self.optimizer.load_state_dict(optim)
+        own = load_file(str(path / f"rank{self.rank}.safetensors"))
+        torch.set_rng_state(own["rng"])
+        hidden = [own[k] for k in sorted(own) if k.startswith("hidden.")]
+        self.hidden = tuple(hidden) if hidden else None
+
+    def _log(self, record: dict[str, Any]) -> None:
+        if self.rank != 0:
+            return
+        with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+        if self.writer is not None:
+            for key, value in record.items():
+                if isinstance(value, int | float) and key not in ("step", "epoch"):
+                    self.writer.add_scalar(key, value, record.get("step", 0))
+
+    # -- evaluation ------------------------------------------------------------------------
+
+    def validate(self) -> dict[str, float]:
+        """Validation perplexity per head, computed on rank 0 and shared with all ranks."""
+        cfg = self.cfg
+        values = [math.nan] * len(cfg.heads)
+        if self.rank == 0:
+            valid = self.corpus.valid
+            scores = score_arrays(
+                self.model, valid.token_ids, valid.class_ids, valid.article_ids,
+                batch_size=cfg.eval_batch_size, bptt=cfg.bptt,
+                max_tokens=cfg.valid_tokens or cfg.eval_tokens, bf16=cfg.bf16,
+            )  # fmt: skip
+            values = [scores.perplexity(h) for h in cfg.heads]
+        values = dd.broadcast_floats(values)
+        return dict(zip(cfg.heads, values, strict=True))
+
+    # -- training --------------------------------------------------------------------------
+
+    def _step(self, batch: tuple[np.ndarray, ...]) -> torch.Tensor:
+        x, y, c, pos = (torch.from_numpy(a) for a in batch)
+        mask = pos >= 0
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.cfg.bf16):
+            loss, stats, hidden = self.ddp(x, y, c, mask, self.hidden)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip)
+        self.optimizer.step()
+        # TBPTT: carry the state into the next window without its history.
+        self.hidden = None if hidden is None else tuple(t.detach() for t in hidden)
+        return stats
+
+    def _end_epoch(self, partial: bool = False) -> bool:
+        """Validate, keep the best weights, adjust the lr; True to stop early.
+
+        ``partial``: training stopped mid-epoch (step or time budget). Those weights are
+        validated too, since under a cosine schedule they are the most annealed, but the
+        schedule and the early-stopping count are left alone.
+        """
+        cfg, st = self.cfg, self.state
+        ppl = self.validate()
+        primary = ppl[cfg.heads[0]]
+        improved = primary < st["best"]
+        if improved:
+            st["best"], st["best_epoch"], st["bad_epochs"] = primary, st["epoch"], 0
+            if self.rank == 0:
+                ck.save_tensors_atomic(
+                    self.run_dir / "model.safetensors", ck.model_tensors(self.model)
+                )
+        elif not partial:
+            st["bad_epochs"] += 1
+            if cfg.lr_schedule == "plateau":
+                st["lr"] /= cfg.lr_decay
+        record = {"event": "valid", "epoch": st["epoch"], "step": st["step"], "lr": st["lr"]}
+        record["partial_epoch"] = partial
+        record.update({f"valid_ppl_{h}": v for h, v in ppl.items()})
+        record["elapsed"] = st["elapsed"]
+        self._log(record)
+        if self.rank == 0:
+            shown = ", ".join(f"{h} {v:.2f}" for h, v in ppl.items())
+            print(f"epoch {st['epoch']}: valid ppl {shown}; lr {st['lr']:.3g}", file=sys.stderr)
+        return st["bad_epochs"] > cfg.patience
+
+    def run(self) -> dict[str, Any]:
+        cfg, st = self.cfg, self.state
+        total = cfg.max_steps or cfg.epochs * self.n_batches
+        progress = Progress(enabled=cfg.progress and self.rank == 0, total=total, start=st["step"])
+        sums = torch.zeros(len(cfg.heads), 2, dtype=torch.float64)
+        t_last, tokens_last = time.perf_counter(), 0
+        with progress:
+            while not st["done"] and st["epoch"] < cfg.epochs:
+                stop = False
+                for index, batch in self.streams.batches(cfg.bptt, st["batch"]):
+                    t0 = time.perf_counter()
+                    lr = scheduled_lr(cfg, st["lr"], st["step"], total, st["elapsed"])
+                    for group in self.optimizer.param_groups:
+                        group["lr"] = lr
+                    sums += self._step(batch).double()
+                    st["step"] += 1
+                    st["batch"] = index + 1
+                    spent = time.perf_counter() - t0
+                    st["elapsed"] += spent
+                    st["step_seconds"] += spent
+                    # Real targets only: the last window is short and padding is masked.
+                    n_tokens = int((batch[3] >= 0).sum()) * self.world
+                    st["tokens"] += n_tokens
+                    tokens_last += n_tokens
+                    if st["step"] % cfg.log_every == 0:
+                        sums = dd.all_reduce_sum(sums)
+                        now = time.perf_counter()
+                        losses = (sums[:, 0] / sums[:, 1].clamp(min=1)).tolist()
+                        rate = tokens_last / max(now - t_last, 1e-9)
+                        record = {"step": st["step"], "epoch": st["epoch"], "lr": lr}
+                        named = zip(cfg.heads, losses, strict=True)
+                        record.update({f"loss_{h}": v for h, v in named})
+                        record["tokens_per_s"] = rate
+                        self._log(record)
+                        progress.update(st["step"], rate, losses[0])
+                        sums.zero_()
+                        t_last, tokens_last = now, 0
+                    else:
+                        progress.update(st["step"])
+                    out_of_steps = bool(cfg.max_steps) and st["step"] >= cfg.max_steps
+                    out_of_time = cfg.max_minutes > 0 and st["elapsed"] >= cfg.max_minutes * 60
+                    # Every rank must take the same decision; time differs between ranks.
+                    stop = bool(dd.broadcast_floats([float(out_of_steps or out_of_time)])[0])
+                    if stop:
+                        break
+                    if cfg.checkpoint_every and st["step"] % cfg.checkpoint_every == 0:
+                        self._save()
+                if not stop:
+                    t0 = time.perf_counter()
+                    early = self._end_epoch()
+                    # The wall-time budget covers validation too.
+                    st["elapsed"] += time.perf_counter() - t0
+                    st["epoch"] += 1
+                    st["batch"] = 0
+                    self.hidden = None  # each epoch restarts the streams from their start
+                    st["done"] = early
+                else:
+                    self._end_epoch(partial=True)
+                    st["done"] = True
+                self._save()
+        return self.finish()
+
+    def finish(self) -> dict[str, Any]:
+        """Score valid and test with the best weights; write results.json (rank 0)."""
+        cfg, st = self.cfg, self.state
+        best = self.run_dir / "model.safetensors"
+        if self.rank == 0 and not best.is_file():
+            # No validation ever ran (zero steps): the current weights are the result.
+            ck.save_tensors_atomic(best, ck.model_tensors(self.model))
+        dd.barrier()
+        ck.load_model_tensors(self.model, best)
+        results: dict[str, Any] = {"steps": st["step"], "epochs": st["epoch"]}
+        if self.rank == 0:
+            for split in ("valid", "test"):
+                data = self.corpus.splits[split]
+                scores = score_arrays(
+                    self.model, data.token_ids, data.class_ids, data.article_ids,
+                    batch_size=cfg.eval_batch_size, bptt=cfg.bptt, bf16=cfg.bf16,
+                    max_tokens=cfg.valid_tokens if split == "valid" else cfg.eval_tokens,
+                )  # fmt: skip
+                for h in cfg.heads:
+                    results[f"{split}_ppl_{h}"] = scores.perplexity(h)
+            results["train_minutes"] = st["elapsed"] / 60
+            results["train_tokens"] = st["tokens"]
+            # Throughput of the optimisation steps alone (validation excluded).
+            results["train_tokens_per_s"] = st["tokens"] / max(st.get("step_seconds", 0.0), 1e-9)
+            ck.write_json_atomic(self.run_dir / "results.json", results)
+            self._log({"event": "final", **results})
+        if self.writer is not None:
+            self.writer.close()
+        dd.barrier()
+        return results
+
+
+def train(cfg: TrainConfig, run_dir: Path, *, resume: bool = False) -> dict[str, Any]:
+    """Train (or resume) a run; returns the final results (on rank 0)."""
+    try:
+        return Trainer(cfg, run_dir, resume=resume).run()
+    finally:
+        dd.shutdown()

@@ -1,0 +1,74 @@
+"""Config files and --set overrides; bad input is a one-line error with exit status 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nslm.cli import main
+from nslm.config import load_config, valid_keys
+from nslm.errors import NslmError
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+@pytest.mark.parametrize("name", ["wt2-cpu", "paper-medium", "baseline-classic", "tiny"])
+def test_shipped_configs_load(name: str) -> None:
+    cfg = load_config(CONFIGS / f"{name}.toml")
+    assert cfg.heads
+
+
+def test_overrides_are_typed() -> None:
+    cfg = load_config(
+        CONFIGS / "tiny.toml",
+        ["hidden_size=48", "lr=0.5", "heads=['nnlm']", "softmax=full", "bf16=true"],
+    )
+    assert (cfg.hidden_size, cfg.lr, cfg.heads, cfg.softmax, cfg.bf16) == (
+        48,
+        0.5,
+        ["nnlm"],
+        "full",
+        True,
+    )
+
+
+def test_unknown_key_lists_the_valid_ones(tmp_path: Path) -> None:
+    with pytest.raises(NslmError) as err:
+        load_config(None, ["hiden_size=3"])
+    assert "hiden_size" in str(err.value)
+    assert all(key in str(err.value) for key in valid_keys())
+    bad = tmp_path / "bad.toml"
+    bad.write_text("nonsense = 1\n")
+    with pytest.raises(NslmError, match="valid keys"):
+        load_config(bad)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"hidden_size = [", "malformed"),
+        (b"\xff\xfe\x00binary", "malformed"),
+        (b"hidden_size = 'big'", "wants a int"),
+        (b"softmax = 'huge'", "must be one of"),
+    ],
+)
+def test_bad_config_files(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_bytes(content)
+    with pytest.raises(NslmError, match=message):
+        load_config(path)
+
+
+def test_cli_bad_config_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    code = main(["train", str(CONFIGS / "tiny.toml"), "--set", "nope=1", "--run-dir", str(run_dir)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: unknown config key 'nope'")
+    assert err.count("\n") == 1
+    assert not run_dir.exists()  # nothing half-written
+    assert main(["train", str(tmp_path / "missing.toml")]) == 2
+    assert main(["eval", str(tmp_path)]) == 2

@@ -1,0 +1,201 @@
+"""Tiny real training runs: the eval API, exact resume after SIGKILL, the CLI, and DDP.
+
+All runs use ``configs/tiny.toml`` (a 20k-token WikiText-2 slice, a 1×32 LSTM, ≤ 120 steps).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from conftest import requires_data
+from nslm.cli import main
+from nslm.config import load_config
+from nslm.models.load import load_run
+from nslm.scoring import next_token_log_probs, score_split
+from nslm.training.loop import train
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "configs" / "tiny.toml"
+pytestmark = [requires_data, pytest.mark.realdata]
+
+
+def run_cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **(env_extra or {})}
+    return subprocess.Popen(
+        [sys.executable, "-m", "nslm", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run_dir = tmp_path_factory.mktemp("runs") / "tiny"
+    cfg = load_config(TINY, ["eval_tokens=4000"])
+    results = train(cfg, run_dir)
+    assert np.isfinite(results["valid_ppl_nnlm"]) and np.isfinite(results["test_ppl_hnlm"])
+    return run_dir
+
+
+def test_run_dir_contents(tiny_run: Path) -> None:
+    for name in ("config.json", "vocab.json", "layout.json", "model.safetensors", "results.json"):
+        assert (tiny_run / name).is_file(), name
+    records = [json.loads(line) for line in (tiny_run / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "tokens_per_s" in r]
+    assert steps and all(r["tokens_per_s"] > 0 for r in steps)
+    # Training lowers the loss of both heads from their uniform-guess start (ln V ≈ 10.5).
+    assert steps[-1]["loss_nnlm"] < 8.0 and steps[-1]["loss_hnlm"] < 8.0
+
+
+def test_eval_api_shapes_and_consistency(tiny_run: Path) -> None:
+    loaded = load_run(tiny_run)
+    split = loaded.corpus.valid
+    scores = score_split(loaded.model, split, batch_size=4, bptt=20, max_tokens=3000)
+    for arr in (scores.nnlm, scores.hnlm, scores.class_log_prob):
+        assert arr is not None and arr.shape == split.token_ids.shape and arr.dtype == np.float64
+        assert np.isnan(arr[0]) and np.all(np.isfinite(arr[1:3000])) and np.isnan(arr[3000:]).all()
+        assert np.all(arr[1:3000] <= 0)
+    cls = split.class_ids[1:3000]
+    # At word positions the class probability is the word's own top-level probability,
+    # which is the whole HNLM score (Eq. 3 has no second factor there).
+    words = np.flatnonzero(cls == 0) + 1
+    assert np.allclose(scores.class_log_prob[words], scores.hnlm[words])
+    classes = np.flatnonzero(cls > 0) + 1
+    assert len(classes) and np.all(scores.class_log_prob[classes] >= scores.hnlm[classes] - 1e-9)
+
+
+def test_full_distributions_sum_to_one_at_random_positions(tiny_run: Path) -> None:
+    loaded = load_run(tiny_run)
+    tokens = loaded.corpus.valid.token_ids
+    rng = np.random.default_rng(0)
+    for t in rng.integers(1, 400, size=4):
+        history = tokens[:t].tolist()
+        dists = next_token_log_probs(loaded.model, history)
+        for head in ("nnlm", "hnlm"):
+            total = np.exp(dists[head]).sum()
+            assert abs(total - 1) < 1e-4, (head, t, total)
+        tags = dists["hnlm_classes"]
+        assert np.isnan(tags[0]) and np.all(tags[1:][~np.isnan(tags[1:])] <= 0)
+        # The eval API gives the same NNLM score for the token that follows.
+        scores = score_split(loaded.model, loaded.corpus.valid, batch_size=1, bptt=500,
+                             max_tokens=int(t) + 1)  # fmt: skip
+        assert scores.nnlm[t] == pytest.approx(dists["nnlm"][tokens[t]], abs=1e-4)
+
+
+def test_eval_cli(tiny_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", str(tiny_run), "--split", "valid", "--max-tokens", "3000"]) == 0
+    out = capsys.readouterr().out
+    assert "NNLM" in out and "HNLM" in out
+    assert json.loads((tiny_run / "eval.json").read_text())["valid"]["ppl_nnlm"] > 1
+
+
+def final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    pointer = json.loads((run_dir / "latest.json").read_text())
+    return load_file(str(run_dir / pointer["checkpoint"] / "model.safetensors"))
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_gives_identical_weights(tmp_path: Path) -> None:
+    sets = ["--set", "max_steps=120", "--set", "checkpoint_every=10", "--set", "eval_tokens=2000"]
+    full = run_cli("train", str(TINY), *sets, "--run-dir", str(tmp_path / "full"))
+    killed_dir = tmp_path / "killed"
+    victim = run_cli("train", str(TINY), *sets, "--run-dir", str(killed_dir))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        pointer = killed_dir / "latest.json"
+        if pointer.is_file() and json.loads(pointer.read_text())["step"] >= 30:
+            break
+        time.sleep(0.02)
+    assert victim.poll() is None, "the run ended before it could be killed"
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    killed_at = json.loads((killed_dir / "latest.json").read_text())["step"]
+    assert killed_at < 120 and not (killed_dir / "results.json").exists()
+    resumed = run_cli("train", "--resume", str(killed_dir))
+    assert resumed.wait(timeout=300) == 0, resumed.stderr.read() if resumed.stderr else ""
+    assert full.wait(timeout=300) == 0
+    a, b = final_weights(tmp_path / "full"), final_weights(killed_dir)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+@pytest.mark.slow
+def test_ddp_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
+    """2 ranks × 4 streams step in sync and reproduce 1 process × 8 streams (no dropout)."""
+    sets = ["max_steps=20", "log_every=5", "dropout=0.0", "checkpoint_every=0", "eval_tokens=500"]
+    flags = [x for s in sets for x in ("--set", s)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    ddp = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         "-m", "nslm", "train", str(TINY), *flags, "--set", "batch_size=4",
+         "--run-dir", str(tmp_path / "ddp")],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert ddp.returncode == 0, ddp.stderr[-2000:]
+    single = run_cli("train", str(TINY), *flags, "--set", "batch_size=8",
+                     "--run-dir", str(tmp_path / "one"))  # fmt: skip
+    assert single.wait(timeout=300) == 0
+    a, b = final_weights(tmp_path / "ddp"), final_weights(tmp_path / "one")
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-5, rtol=1e-4), key
+
+    def losses(run: str) -> list[tuple[int, float, float]]:
+        lines = (tmp_path / run / "metrics.jsonl").read_text().splitlines()
+        recs = [json.loads(x) for x in lines]
+        return [(r["step"], r["loss_nnlm"], r["loss_hnlm"]) for r in recs if "loss_nnlm" in r]
+
+    got, want = losses("ddp"), losses("one")
+    assert [s for s, *_ in got] == [s for s, *_ in want] == [5, 10, 15, 20]
+    assert np.allclose([x[1:] for x in got], [x[1:] for x in want], rtol=1e-5)
+    assert json.loads((tmp_path / "ddp" / "ckpt-00000020" / "state.json").read_text())["world"] == 2
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        ["model='awd'", "tie_weights=true", "softmax='full'", "weight_drop=0.2", "emb_size=32"],
+        ["model='transformer'", "n_heads=2", "ff_size=64", "num_layers=1"],
+        ["model='fixed-window'", "context=4"],
+    ],
+    ids=["awd-tied", "transformer", "fixed-window"],
+)
+def test_other_backbones_train_save_and_load(tmp_path: Path, sets: list[str]) -> None:
+    cfg = load_config(TINY, [*sets, "max_steps=15", "eval_tokens=1000", "valid_tokens=1000"])
+    results = train(cfg, tmp_path / "run")
+    assert np.isfinite(results["test_ppl_nnlm"]) and np.isfinite(results["test_ppl_hnlm"])
+    loaded = load_run(tmp_path / "run")
+    scores = score_split(loaded.model, loaded.corpus.test, batch_size=cfg.eval_batch_size,
+                         bptt=cfg.bptt, max_tokens=1000)  # fmt: skip
+    # The saved and reloaded weights (tied ones stored once) score exactly as in training.
+    assert scores.perplexity("nnlm") == pytest.approx(results["test_ppl_nnlm"], rel=1e-6)
+
+
+def test_corrupt_or_pickled_weights_are_refused(tiny_run: Path, tmp_path: Path) -> None:
+    """Weights are read with safetensors only: a pickle in their place is an error, never
+    executed."""
+    import pickle
+    import shutil
+
+    from nslm.errors import NslmError
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_run, copy)
+    (copy / "model.safetensors").write_bytes(pickle.dumps({"weight": [1, 2, 3]}))
+    with pytest.raises(NslmError, match="cannot read weights"):
+        load_run(copy)
+    assert main(["eval", str(copy)]) == 2
