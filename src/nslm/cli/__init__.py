@@ -7,6 +7,12 @@ import sys
 import click
 
 from nslm.cli.data import data_group
+from nslm.cli.demo import demo_command
+from nslm.cli.generate import generate_command
+from nslm.cli.micro import micro_group
+from nslm.cli.ngram import ngram_group
+from nslm.cli.nslm_cmds import fit_micro_command, predict_command
+from nslm.cli.train import eval_command, train_command
 from nslm.errors import NslmError
 
 
@@ -20,6 +26,14 @@ def cli() -> None:
 
 
 cli.add_command(data_group)
+cli.add_command(ngram_group)
+cli.add_command(generate_command)
+cli.add_command(train_command)
+cli.add_command(eval_command)
+cli.add_command(micro_group)
+cli.add_command(fit_micro_command)
+cli.add_command(predict_command)
+cli.add_command(demo_command)
 
 
 def main(argv: list[str] | None = None) -> int:

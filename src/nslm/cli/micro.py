@@ -131,6 +131,7 @@ def eval_(corpus: str, classes: str, cache_dir: Path | None, plugins: tuple[str,
 
 
 @micro_group.command("plot")
+@click.argument("run", required=False, type=click.Path(file_okay=False, path_type=Path))
 @_corpus
 @_classes
 @_only
@@ -141,12 +142,15 @@ def eval_(corpus: str, classes: str, cache_dir: Path | None, plugins: tuple[str,
 @click.option("--metric", default=None, help="Without --micro: fit this metric (e.g. diff).")
 @click.option("--pdf", default=None, help="Without --micro: fit this PDF (e.g. gaussian).")
 @click.option("--context", type=click.Choice(["class", "family"]), default="class")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Directory for the PNG files.")  # fmt: skip
-def plot(corpus: str, classes: str, only: str | None, cache_dir: Path | None,
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory for the PNG files [RUN/plots with RUN].")  # fmt: skip
+def plot(run: Path | None, corpus: str, classes: str, only: str | None, cache_dir: Path | None,
          plugins: tuple[str, ...], micro_path: Path | None, metric: str | None,
-         pdf: str | None, context: str, out: Path) -> None:  # fmt: skip
-    """Draw each fitted PDF over its training histogram (paper Figure 2: year diff)."""
+         pdf: str | None, context: str, out: Path | None) -> None:  # fmt: skip
+    """Draw each fitted PDF over its training histogram (paper Figure 2: year diff).
+
+    With RUN (a training run after ``nslm fit-micro RUN``): the run's corpus and micro.json.
+    """
     from nslm.errors import NslmError
     from nslm.micro.classdata import builtin_class
     from nslm.micro.model import MicroModel
@@ -154,6 +158,13 @@ def plot(corpus: str, classes: str, only: str | None, cache_dir: Path | None,
     from nslm.micro.store import load_micro_models
 
     _load_plugins(plugins)
+    if run is not None:
+        from nslm.cli.nslm_cmds import plot_run
+
+        plot_run(run, micro_path, _split_names(only), out)
+        return
+    if out is None:
+        raise NslmError("give --out DIR (or a RUN directory)")
     prepared = prepare_corpus(corpus, classes, cache_root=cache_dir)
     wanted = _split_names(only)
     if micro_path is not None:

@@ -61,7 +61,8 @@ class Candidates:
         """The candidates at ``index`` (any shape), e.g. the actual target of each position."""
         return Candidates(
             vocab_ids=self.vocab_ids[index],
-            strings=(),
+            # a 1-D take keeps the strings, so a plug-in metric can read its targets' types
+            strings=tuple(self.strings[i] for i in index) if np.ndim(index) == 1 else (),
             values=self.values[index],
             coords=self.coords[index],
             counts=self.counts[index],

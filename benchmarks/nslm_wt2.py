@@ -1,0 +1,146 @@
+"""The whole NSLM pipeline on WikiText-2: prepare, train (or reuse), fit-micro, eval on test.
+
+    python benchmarks/nslm_wt2.py [--run RUN | --config configs/wt2-cpu.toml --run-dir DIR]
+                                  [--fast] [--threads N] [--timing-repeats 2]
+
+Writes benchmarks/results/nslm_wt2.json: Tables 2 and 3 on test ({row: {model: ppl}}), the
+NSLM ÷ NNLM ratios for Numbers and Locations, Global for both, and the cost of an NSLM
+evaluation of the test split against an NNLM-only one, measured side by side in this run
+(the best of ``--timing-repeats`` alternating passes each). Targets: SPEC §9.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from machine import machine_info, today
+from nslm.config import class_rules_of, load_config
+from nslm.data import prepare_corpus
+from nslm.evaluation.nslm_eval import score_nslm, time_eval, use_threads
+from nslm.evaluation.report import evaluate_run, finite_or_none, render
+from nslm.models.load import load_run
+from nslm.run_micro import fit_run_micro, load_run_micro, write_run_micro
+from nslm.training.loop import train
+
+RESULTS = Path(__file__).parent / "results" / "nslm_wt2.json"
+TARGETS = {"ratio_numbers": 0.60, "ratio_locations": 0.37, "eval_cost_ratio": 1.25}
+
+
+def log(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, default=None, help="Reuse this trained run.")
+    parser.add_argument("--config", type=Path, default=Path("configs/wt2-cpu.toml"))
+    parser.add_argument("--run-dir", type=Path, default=Path("runs/nslm-wt2"))
+    parser.add_argument("--fast", action="store_true", help="fit-micro --fast (no MoG).")
+    parser.add_argument("--refit", action="store_true", help="Refit an existing micro.json.")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads [the config's].")
+    parser.add_argument("--timing-repeats", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    wall = time.perf_counter()
+    out: dict = {"command": "python " + shlex.join(sys.argv), "date": today()}
+
+    if args.run is not None:
+        run_dir = args.run
+        log(f"reusing the trained run {run_dir}")
+        out["trained_here"] = False
+    else:
+        cfg = load_config(args.config)
+        t0 = time.perf_counter()
+        prepare_corpus(cfg.corpus, cfg.classes, class_rules=class_rules_of(cfg))
+        out["prepare_seconds"] = time.perf_counter() - t0
+        run_dir = args.run_dir
+        log(f"training {args.config} into {run_dir}")
+        t0 = time.perf_counter()
+        train(cfg, run_dir, resume=(run_dir / "latest.json").is_file())
+        out["train_seconds"] = time.perf_counter() - t0
+        out["trained_here"] = True
+    loaded = load_run(run_dir)
+    use_threads(args.threads or loaded.cfg.threads)
+    out["run"] = str(run_dir)
+    out["config"] = loaded.cfg.to_json()
+
+    micro_path = run_dir / "micro.json"
+    if args.refit or not micro_path.is_file():
+        log(f"fit-micro ({'fast' if args.fast else 'full'} grid)")
+        t0 = time.perf_counter()
+        payload = fit_run_micro(loaded, fast=args.fast, progress=lambda n: log(f"  <{n}>"))
+        write_run_micro(loaded, payload)
+        out["fit_micro_seconds"] = time.perf_counter() - t0
+    micro = load_run_micro(loaded)
+    out["grid"] = json.loads(micro_path.read_text()).get("grid", "full")
+
+    log("scoring valid and test (NNLM, HNLM, NSLM)")
+    kw = {"batch_size": loaded.cfg.eval_batch_size, "bptt": loaded.cfg.bptt}
+    scores = {
+        s: score_nslm(loaded.model, loaded.corpus.splits[s], micro, **kw) for s in ("valid", "test")
+    }
+    result = evaluate_run(loaded, micro, split="test", scores=scores)
+    print(render(result))
+
+    log("timing an NNLM-only and an NSLM evaluation of test, side by side")
+    lam = result["tables"]["numbers"]["lambda"]
+    runs = [
+        time_eval(loaded.model, loaded.corpus.test, micro, lam, **kw)
+        for _ in range(args.timing_repeats)
+    ]
+    t_nnlm = min(r["nnlm_seconds"] for r in runs)
+    t_nslm = min(r["nslm_seconds"] for r in runs)
+    t_pure = min(r["nslm_pure_seconds"] for r in runs)
+
+    tables = result["tables"]
+    numbers, places = tables["numbers"], tables["places"]
+    out.update(
+        numbers=numbers["rows"],
+        places=places["rows"],
+        ratio_numbers=numbers["rows"]["Numbers"]["NSLM"] / numbers["rows"]["Numbers"]["NNLM"],
+        ratio_locations=places["rows"]["Locations"]["NSLM"] / places["rows"]["Locations"]["NNLM"],
+        ratio_numbers_pure=numbers["rows"]["Numbers"]["NSLM-pure"]
+        / numbers["rows"]["Numbers"]["NNLM"],
+        ratio_locations_pure=places["rows"]["Locations"]["NSLM-pure"]
+        / places["rows"]["Locations"]["NNLM"],
+        global_nnlm=numbers["rows"]["Global"]["NNLM"],
+        global_nslm=numbers["rows"]["Global"]["NSLM"],
+        global_nslm_places_lambda=places["rows"]["Global"]["NSLM"],
+        global_nslm_pure=numbers["rows"]["Global"]["NSLM-pure"],
+        global_hnlm=numbers["rows"]["Global"]["HNLM"],
+        lambda_numbers=numbers["lambda"],
+        lambda_places=places["lambda"],
+        lambda_global=result["lambda_global"],
+        selected={t: tables[t]["classes"] for t in ("numbers", "places")},
+        tokens={t: tables[t]["tokens"] for t in ("numbers", "places")},
+        oov_class_tokens={t: tables[t]["oov_class_tokens"] for t in ("numbers", "places")},
+        eval_cost_ratio=t_nslm / t_nnlm,
+        eval_cost_ratio_pure=t_pure / t_nnlm,
+        eval_seconds={"nnlm_only": t_nnlm, "nslm": t_nslm, "nslm_pure": t_pure, "passes": runs},
+        targets=TARGETS,
+        total_seconds=time.perf_counter() - wall,
+        machine=machine_info(),
+    )
+    out["met"] = {
+        "ratio_numbers": out["ratio_numbers"] <= TARGETS["ratio_numbers"],
+        "ratio_locations": out["ratio_locations"] <= TARGETS["ratio_locations"],
+        "global_nslm_le_nnlm": out["global_nslm"] <= out["global_nnlm"],
+        "year_nslm_below_hnlm_and_nnlm": numbers["rows"]["year"]["NSLM"]
+        < min(numbers["rows"]["year"]["HNLM"], numbers["rows"]["year"]["NNLM"]),
+        "eval_cost_ratio": out["eval_cost_ratio"] <= TARGETS["eval_cost_ratio"],
+        "eval_cost_ratio_pure": out["eval_cost_ratio_pure"] <= TARGETS["eval_cost_ratio"],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(finite_or_none(out), indent=1) + "\n")
+    tmp.replace(args.out)
+    log(f"wrote {args.out}: " + json.dumps(out["met"]))
+
+
+if __name__ == "__main__":
+    main()
