@@ -14,8 +14,7 @@ setup:
 	$(BIN)/pip install -e '.[dev]'
 
 demo:
-	$(BIN)/nslm data prepare wikitext-2 --classes all
-	$(BIN)/nslm data stats wikitext-2 --classes all --output runs/wikitext-2-stats.json
+	$(BIN)/nslm demo
 
 test:
 	$(BIN)/pytest -q
