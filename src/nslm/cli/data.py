@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from nslm.atomic import write_json_atomic
 from nslm.data.custom import parse_class_rule
 from nslm.data.prepare import prepare_corpus
 from nslm.data.stats import corpus_stats
@@ -92,19 +93,11 @@ def stats(
     prepared = prepare_corpus(corpus, classes, cache_root=cache_dir, class_rules=rules)
     result = corpus_stats(prepared)
     if output is not None:
-        write_json_atomic(output, result)
+        write_json_atomic(output, result, indent=2)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
         _print_tables(result, [s for s in ("train", "valid", "test") if s in result])
-
-
-def write_json_atomic(path: Path, payload: dict) -> None:
-    """Write JSON through a temporary file and a rename, so no half-written file is left."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2))
-    tmp.replace(path)
 
 
 def _print_tables(result: dict, splits: list[str]) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from nslm.atomic import write_json_atomic
 from nslm.data.locate import locate_corpus
 from nslm.data.prepare import prepare_corpus
 from nslm.data.tagging import CLASS_CHOICES
@@ -156,7 +157,7 @@ def evaluate(
         }
     )
     if output is not None:
-        _write_json_atomic(output, payload)
+        write_json_atomic(output, payload, indent=2)
     if as_json:
         click.echo(json.dumps(payload, indent=2))
         return
@@ -208,10 +209,3 @@ def json_safe(value):
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     return value
-
-
-def _write_json_atomic(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2))
-    tmp.replace(path)

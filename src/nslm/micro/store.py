@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from nslm.atomic import write_json_atomic
 from nslm.data.corpus import PreparedCorpus
 from nslm.errors import NslmError
 from nslm.micro.classdata import ClassData, builtin_class, regex_class, vocabulary_fingerprint
@@ -63,18 +62,7 @@ def selection_to_json(
 def write_micro_json(path: Path | str, payload: dict[str, Any]) -> Path:
     """Write atomically: a killed run leaves the old file or none, never half a file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(payload, handle, indent=1, allow_nan=False)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a result file is for sharing
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(path, payload, indent=1, allow_nan=False)
     return path
 
 

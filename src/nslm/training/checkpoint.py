@@ -29,25 +29,8 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from nslm.atomic import write_json_atomic
 from nslm.errors import NslmError
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomic(path: Path, value: Any) -> None:
-    write_bytes_atomic(path, (json.dumps(value, indent=1) + "\n").encode("utf-8"))
 
 
 def save_tensors_atomic(path: Path, tensors: dict[str, torch.Tensor]) -> None:
