@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nslm.atomic import write_json_atomic
+from nslm.cli.options import cache_option
 from nslm.data.custom import parse_class_rule
 from nslm.data.prepare import prepare_corpus
 from nslm.data.stats import corpus_stats
@@ -29,12 +30,6 @@ rule_option = click.option(
     multiple=True,
     metavar="NAME=REGEX",
     help="Add a user-defined class: tokens the regex matches in full (repeatable).",
-)
-cache_option = click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where prepared corpora are cached [$NSLM_CACHE_DIR or ~/.cache/nslm/prepared].",
 )
 
 

@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from nslm.cli.options import cache_option
 from nslm.data.prepare import prepare_corpus
 from nslm.data.tagging import CLASS_CHOICES
 
@@ -18,10 +19,7 @@ _classes = click.option(
     help="Which classes the corpus is prepared with.",
 )  # fmt: skip
 _only = click.option("--only", default=None, help="Comma-separated classes (default: all).")
-_cache = click.option(
-    "--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-    help="Prepared-corpus cache [$NSLM_CACHE_DIR or ~/.cache/nslm/prepared].",
-)  # fmt: skip
+_cache = cache_option
 _plugin = click.option(
     "--plugin", "plugins", multiple=True,
     help="A .py file or module that registers metrics/PDFs (repeatable).",

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nslm.atomic import write_json_atomic
+from nslm.cli.options import cache_option
 from nslm.data.locate import locate_corpus
 from nslm.data.prepare import prepare_corpus
 from nslm.data.tagging import CLASS_CHOICES
@@ -30,13 +31,6 @@ from nslm.ngram.build import (
 )
 from nslm.ngram.counting import MAX_ORDER
 from nslm.ngram.model import EOS, NgramModel
-
-cache_option = click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where prepared corpora are cached [$NSLM_CACHE_DIR or ~/.cache/nslm/prepared].",
-)
 
 
 @click.group("ngram")
