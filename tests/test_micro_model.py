@@ -105,6 +105,26 @@ def test_targets_array_follows_the_evaluator_contract(wt2_numbers: PreparedCorpu
     np.testing.assert_allclose(log_p[positions[:40]], full[np.arange(40), index[:40]])
 
 
+def test_scoring_distinct_contexts_once_changes_no_score(
+    fitted: list[MicroModel], wt2_all: PreparedCorpus
+) -> None:
+    """log_prob_at scores each distinct context once; every position must still get the
+    score of its own row of the full (B, K) distribution, for every metric and PDF."""
+    shared = 0
+    for model in fitted:
+        split = wt2_all.valid
+        positions, index = model.cls.positions(split)
+        ctx = model.cls.context(split, positions, model.context)
+        distinct, which = ctx.unique()
+        assert len(distinct) <= len(ctx) and which.shape == (len(ctx),)
+        full = model.log_prob(ctx)
+        np.testing.assert_allclose(
+            model.log_prob_at(ctx, index), full[np.arange(len(ctx)), index], rtol=1e-12
+        )
+        shared += int(len(distinct) < len(ctx))
+    assert shared > 0  # contexts do repeat in real text: the shortcut is exercised
+
+
 def test_json_round_trip_scores_identically(wt2_numbers: PreparedCorpus) -> None:
     year = builtin_class(wt2_numbers, "year")
     model = MicroModel(year, "diff", "mog", components=3, reg=1e-4, epsilon=0.1)

@@ -69,6 +69,30 @@ class Context:
             convert_target=self.convert_target[index],
         )
 
+    def unique(self) -> tuple[Context, np.ndarray]:
+        """The distinct contexts and, per row, which one it is: (U rows, inverse (B,)).
+
+        A micro-model's distribution over V_c depends on the context's content only (the
+        previous token's id, value, coordinates and conversion targets), and years, cities
+        and countries recur, so scoring the U distinct contexts instead of all B rows saves
+        most of the work. ``prev_index`` (a position) is left out of the key; the first row
+        of each group keeps its own. Rows compare by their bytes, so NaN matches NaN.
+        """
+        if len(self) == 0:
+            return self, np.zeros(0, dtype=np.int64)
+        key = np.column_stack(
+            [
+                self.prev_ids.astype(np.float64),
+                self.prev_value,
+                self.prev_coords.reshape(len(self), -1),
+                self.convert_target.reshape(len(self), -1),
+            ]
+        )
+        key = np.ascontiguousarray(key)
+        rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel()
+        _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+        return self.rows(first), inverse.reshape(-1)
+
     def as_column(self) -> Context:
         """Shapes (B, 1) so that metric expressions broadcast against (1, K) candidates."""
         return Context(

@@ -155,13 +155,21 @@ class MicroModel:
         return out
 
     def log_prob_at(self, ctx: Context, index: np.ndarray) -> np.ndarray:
-        """log P_MM of candidate ``index[b]`` in row b, without keeping the (B, K) matrix."""
+        """log P_MM of candidate ``index[b]`` in row b, without keeping the (B, K) matrix.
+
+        Each distinct context is scored once (:meth:`Context.unique`): rows that share a
+        previous year or city share a distribution over V_c.
+        """
+        distinct, which = ctx.unique()
         out = np.empty(len(ctx))
+        order = np.argsort(which, kind="stable")
+        bounds = np.searchsorted(which[order], np.arange(len(distinct) + 1))
         step = max(1, _CELL_BUDGET // max(len(self.cls.candidates), 1))
-        for start in range(0, len(ctx), step):
-            rows = np.arange(start, min(start + step, len(ctx)))
-            full = self.log_prob(ctx.rows(rows))
-            out[rows] = full[np.arange(len(rows)), index[rows]]
+        for start in range(0, len(distinct), step):
+            stop = min(start + step, len(distinct))
+            full = self.log_prob(distinct.rows(np.arange(start, stop)))
+            rows = order[bounds[start] : bounds[stop]]
+            out[rows] = full[which[rows] - start, index[rows]]
         return out
 
     def log_prob_targets(self, split: Split) -> np.ndarray:
