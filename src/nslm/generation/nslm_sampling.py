@@ -1,0 +1,222 @@
+"""Generate text from an NSLM (paper Eq. 4): class tokens come from the micro-models.
+
+Each step costs one backbone step on the carried state (as :mod:`nslm.generation.neural`)
+plus O(V) numpy for
+
+    P_NSLM(w | h) = P_top(w | h) + Σ_c P(c | h) · P_MM(w | c, w_prev^(c))       (Eq. 4)
+
+i.e. :meth:`nslm.nslm.FullDistribution.marginal`: the HNLM's top softmax over (words ∪ class
+tags), each tag's mass spread over V_c by its micro-model (or by the HNLM's within-class
+softmax, Eq. 3, for a class without one).
+
+How a token is drawn. The Sampler's temperature / top-k / top-p act on that *marginal over
+types*, so ``top_k=1`` is the argmax of the NSLM's next-token distribution. The drawn type
+w is then given a reading (plain word, or class c) from the exact posterior
+P(c | w, h) = P(c, w | h) / P(w | h), unfiltered (the most probable reading when greedy).
+Without filters the pair (reading, w) is thus drawn from the NSLM's joint distribution,
+exactly as a hierarchical draw (tag, then P_MM) would be.
+
+Why the reading matters: a token read as class c updates the micro-model contexts
+w_prev^(c) (paper Eq. 1) of every class whose context it is — the same class, or its family
+with ``context = "family"`` — with its value and coordinates. After a generated ``1990`` read
+as ``<year>``, the next ``<year>`` is scored relative to 1990.
+
+The prompt is prepared as ``nslm predict`` prepares it (:func:`nslm.predict.prompt_split`:
+numbers re-joined, places chunked, classes tagged), and its class tokens seed the contexts.
+As in ``predict``, ``<convert>`` never has a preceding-quantity context here and falls back
+to its class unigram. The prompt and the continuation form one article, except that a
+generated line ``= Title …`` (a top-level heading, SPEC §2) starts a new one: the contexts
+are cleared, as the corpus never looks across an article boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from nslm.data.conversions import MAX_TARGET_UNITS
+from nslm.data.corpus import Split
+from nslm.data.numbers import is_number, number_value
+from nslm.data.vocab import EOS
+from nslm.evaluation.nslm_eval import distribution_from_features
+from nslm.generation.sampling import Sampler
+from nslm.micro.context import Context
+from nslm.micro.model import MicroModel
+from nslm.models.load import LoadedRun
+from nslm.nslm import FullDistribution
+from nslm.predict import prompt_split
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One generated token and the reading it was generated as (0 = a plain word)."""
+
+    token_id: int
+    cls: int
+
+
+def _no_context() -> Context:
+    return Context.from_values(np.full(1, np.nan))
+
+
+class MicroContexts:
+    """w_prev^(c) of every micro-model (paper Eq. 1), kept as one-row contexts and updated
+    token by token: O(number of micro-models) per token, never a search of the history."""
+
+    def __init__(self, micro: dict[str, MicroModel], unk_id: int) -> None:
+        self.micro = micro
+        self.unk_id = unk_id
+        self._ctx = {name: _no_context() for name in micro}
+
+    @classmethod
+    def from_prompt(cls, micro: dict[str, MicroModel], split: Split, unk_id: int) -> MicroContexts:
+        """The contexts at the last position of ``split`` (the slot after the prompt), found
+        exactly as ``nslm predict`` and the evaluator find them."""
+        out = cls(micro, unk_id)
+        nxt = np.array([len(split) - 1])
+        for name, mm in micro.items():
+            out._ctx[name] = mm.cls.context(split, nxt, mm.context)
+        return out
+
+    def __getitem__(self, name: str) -> Context:
+        return self._ctx[name]
+
+    def clear(self) -> None:
+        self._ctx = {name: _no_context() for name in self.micro}
+
+    def observe(
+        self, position: int, token_id: int, cls: int, value: float, coords: np.ndarray
+    ) -> None:
+        """Record a token read as class ``cls``: it becomes w_prev of every class whose
+        context mask marks it (the class's own rule; its family in ``family`` mode)."""
+        one = Split(
+            name="step",
+            token_ids=np.array([token_id], dtype=np.int32),
+            rule_class_ids=np.array([cls], dtype=np.int16),
+            values=np.array([value], dtype=np.float64),
+            coords=np.asarray(coords, dtype=np.float64).reshape(1, 2),
+            convert_targets=np.full((1, MAX_TARGET_UNITS), np.nan),
+            article_ids=np.zeros(1, dtype=np.int32),
+            unk_id=self.unk_id,
+        )
+        for name, mm in self.micro.items():
+            if mm.cls.context_mask(one, mm.context)[0]:
+                self._ctx[name] = Context(
+                    prev_index=np.array([position], dtype=np.int64),
+                    prev_ids=np.array([token_id], dtype=np.int64),
+                    prev_value=one.values.copy(),
+                    prev_coords=one.coords.copy(),
+                    convert_target=np.full((1, MAX_TARGET_UNITS), np.nan),
+                )
+
+
+class NslmStepper:
+    """The NSLM's next-token distribution after a prompt, advanced one token at a time."""
+
+    def __init__(self, loaded: LoadedRun, micro: dict[str, MicroModel], prompt: str) -> None:
+        self.model, self.corpus = loaded.model, loaded.corpus
+        self.micro = micro
+        vocab = self.corpus.vocab
+        self.eos_id = vocab.stoi[EOS]
+        if prompt.strip():
+            split, self.prompt_tokens = prompt_split(loaded, prompt)
+            ids = split.token_ids[:-1].tolist()
+            self.contexts = MicroContexts.from_prompt(micro, split, vocab.unk_id)
+        else:  # start of a line, no class token read yet: every micro-model is its unigram
+            self.prompt_tokens, ids = [], []
+            self.contexts = MicroContexts(micro, vocab.unk_id)
+        self.position = len(ids)  # index of the next token in the prompt's split
+        self._type_coords = self.corpus.type_coords()
+        self._line: list[int] = []  # ids of the current generated line (article headings)
+        self.model.eval()
+        with torch.no_grad():
+            x = torch.as_tensor([self.eos_id, *ids], dtype=torch.long).unsqueeze(1)
+            h, self._state = self.model.features(x, None)
+        self._h = h[-1].float()  # (1, D)
+        self._full: FullDistribution | None = None
+
+    def distribution(self) -> FullDistribution:
+        """Eq. 4's parts for the next token (one row); computed once per step."""
+        if self._full is None:
+            rows = {name: mm.log_prob(self.contexts[name]) for name, mm in self.micro.items()}
+            self._full = distribution_from_features(
+                self.model, self._h, self.micro, self.corpus.class_names, rows
+            )
+        return self._full
+
+    def marginal(self) -> np.ndarray:
+        """log P_NSLM(w | h) over every type (V,): what the sampler draws from."""
+        return self.distribution().marginal()[0]
+
+    def readings(self, token_id: int) -> tuple[list[int], np.ndarray]:
+        """The readings of a type (0 = word, else a class id) and log P(reading, w | h)."""
+        full = self.distribution()
+        classes, logp = [0], [float(full.word[0, token_id])]
+        for c, (ids, within) in full.within.items():
+            at = int(np.searchsorted(ids, token_id))
+            if at < len(ids) and ids[at] == token_id:
+                classes.append(c)
+                logp.append(float(full.tag[0, c] + within[0, at]))
+        keep = [i for i, v in enumerate(logp) if np.isfinite(v)]
+        return [classes[i] for i in keep], np.array([logp[i] for i in keep])
+
+    def advance(self, token_id: int, cls: int) -> None:
+        """Feed the token (read as ``cls``) to the backbone and to the micro contexts."""
+        self._track_article(token_id)
+        value, coords = np.nan, np.full(2, np.nan)
+        if cls > 0:
+            # the type's attributes, as V_c's candidates carry them (micro.classdata)
+            string = self.corpus.vocab.itos[token_id]
+            value = number_value(string) if is_number(string) else np.nan
+            coords = self._type_coords[token_id]
+        self.contexts.observe(self.position, token_id, cls, value, coords)
+        self.position += 1
+        with torch.no_grad():
+            x = torch.tensor([[token_id]], dtype=torch.long)
+            h, self._state = self.model.features(x, self._state)
+        self._h = h[-1].float()
+        self._full = None
+
+    def _track_article(self, token_id: int) -> None:
+        """Clear the contexts at the second token of a generated ``= Title`` line: a
+        top-level heading (``= = Section`` is not) starts a new article (SPEC §2)."""
+        if token_id == self.eos_id:
+            self._line = []
+            return
+        itos = self.corpus.vocab.itos
+        if len(self._line) == 1 and itos[self._line[0]] == "=" and itos[token_id] != "=":
+            self.contexts.clear()
+        self._line.append(token_id)
+
+
+def choose_reading(stepper: NslmStepper, token_id: int, sampler: Sampler) -> int:
+    """The class (0 = word) the drawn type is read as: P(c | w, h), argmax when greedy."""
+    classes, logp = stepper.readings(token_id)
+    if len(classes) <= 1:
+        return classes[0] if classes else 0
+    if sampler.config.greedy:
+        return classes[int(np.argmax(logp))]
+    post = np.exp(logp - logp.max())
+    cdf = np.cumsum(post)
+    pick = int(np.searchsorted(cdf, sampler.rng.random() * cdf[-1], side="right"))
+    return classes[min(pick, len(classes) - 1)]
+
+
+def generate_nslm(
+    loaded: LoadedRun,
+    micro: dict[str, MicroModel],
+    prompt: str,
+    max_tokens: int,
+    sampler: Sampler,
+) -> list[Generated]:
+    """Continue ``prompt`` (raw text) by up to ``max_tokens`` NSLM draws (generated only)."""
+    stepper = NslmStepper(loaded, micro, prompt)
+    out: list[Generated] = []
+    for _ in range(max_tokens):
+        token = sampler.sample(stepper.marginal(), log_space=True)
+        cls = choose_reading(stepper, token, sampler)
+        out.append(Generated(token, cls))
+        stepper.advance(token, cls)
+    return out
