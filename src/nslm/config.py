@@ -42,6 +42,10 @@ class TrainConfig:
     n_heads: int = 4  # transformer
     ff_size: int = 1024  # transformer
     context: int = 4  # fixed-window: words of history (n − 1)
+    # paper Table 6: append fixed value / lat-lon dimensions to the input embeddings (lstm, awd)
+    grounded: bool = False
+    # paper Table 5: initialise the input embeddings from a GloVe/word2vec text file ("" = no)
+    init_vectors: str = ""
     # heads
     heads: list[str] = field(default_factory=lambda: ["nnlm", "hnlm"])
     softmax: str = "adaptive"  # full | adaptive
@@ -167,6 +171,8 @@ def validate(cfg: TrainConfig) -> None:
     if sorted(cfg.cutoffs) != cfg.cutoffs or any(c <= 0 for c in cfg.cutoffs):
         raise NslmError("config key 'cutoffs' must be increasing positive integers")
     class_rules_of(cfg)  # a bad NAME=REGEX or a built-in name fails here, before any work
+    if cfg.grounded and cfg.model not in ("lstm", "awd"):
+        raise NslmError("config key 'grounded' needs model = 'lstm' or 'awd'")
     if cfg.model == "transformer" and cfg.hidden_size % cfg.n_heads:
         raise NslmError("transformer: hidden_size must be divisible by n_heads")
 

@@ -4,7 +4,8 @@
 (:mod:`nslm.micro.selection`) for every class the run's HNLM predicts a tag for, on the
 corpus the run was trained on (same ``classes`` and ``class_rules``, hence the same
 vocabulary), and writes the selections, every grid cell and every fitted parameter next to
-the weights. The NSLM (Eq. 4) then multiplies the HNLM's P(c | h) by these P_MM.
+the weights. The NSLM (Eq. 4) then multiplies the HNLM's P(c | h) by these P_MM (for a run
+without an HNLM head, the single-task P(c | h) of :mod:`nslm.evaluation.single_task`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nslm.errors import NslmError
+from nslm.evaluation.single_task import tagged_classes
 from nslm.micro.model import MicroModel
 from nslm.micro.pdfs import pdf_names
 from nslm.micro.pipeline import fit_micro
@@ -36,14 +38,13 @@ def run_classes(loaded: LoadedRun, wanted: list[str] | None = None) -> list[str]
     so the LM never learnt its tag), is a one-line error.
     """
     corpus = loaded.corpus
-    if "hnlm" not in loaded.model.heads:
-        raise NslmError(f"{loaded.run_dir} has no HNLM head: the NSLM needs P(c | h) (Eq. 4)")
-    layout = loaded.model.heads["hnlm"].layout
+    # The HNLM's tags, or for an NNLM-only run the single-task NSLM's V_c (paper Table 8).
+    tagged = tagged_classes(loaded.model)
     names = list(corpus.class_names[1:])
     for name in names if wanted is None else wanted:
         if name not in names:
             raise NslmError(f"unknown class <{name}>; this run has: {', '.join(names)}")
-        if layout.top_of_tag[corpus.class_names.index(name)] < 0:
+        if not tagged[corpus.class_names.index(name)]:
             raise NslmError(
                 f"class <{name}> has an empty vocabulary in {loaded.run_dir}'s corpus "
                 "(no training type matches it); fix or drop its rule, or use --only"

@@ -73,6 +73,13 @@ def score_parts(
     ``nnlm``: Eq. 2; ``hnlm``: Eq. 3; ``top``: log P(c_t | h) at class positions and
     log P_top(w_t | h) at word positions (the NSLM's neural factor, Eq. 4).
     """
+    if "top" in parts and "hnlm" not in model.heads:  # single-task P(c | h) (Table 8)
+        from nslm.evaluation.single_task import score_single_task
+
+        if "hnlm" in parts:
+            raise ValueError("this model has no HNLM head")
+        got = score_single_task(model, split, {}, **kwargs)
+        return {p: getattr(got, p) for p in parts}
     out = {p: np.full(len(split), np.nan) for p in parts}
     for hv, yv, cv, where in feature_batches(model, split, **kwargs):
         if "nnlm" in parts:
@@ -115,6 +122,10 @@ def score_nslm(
     **kwargs,
 ) -> NSLMScores:
     """Score ``split`` with the NNLM, (optionally) the HNLM and the NSLM (Eq. 4)."""
+    if "hnlm" not in model.heads:  # single-task NSLM: P(c | h) from the NNLM (Table 8)
+        from nslm.evaluation.single_task import score_single_task
+
+        return score_single_task(model, split, micro, **kwargs)
     parts = ("nnlm", "hnlm", "top") if with_hnlm else ("nnlm", "top")
     got = score_parts(model, split, parts, **kwargs)
     mm = micro_log_probs(micro, split)
@@ -144,6 +155,10 @@ def distribution_from_features(
     context differs per position, so the caller builds it); a tagged class without a
     micro-model uses the HNLM's neural within-class softmax.
     """
+    if "hnlm" not in model.heads:  # single-task NSLM: P(c | h) from the NNLM (Table 8)
+        from nslm.evaluation.single_task import distribution
+
+        return distribution(model, h, micro, class_names, micro_rows)
     head = model.heads["hnlm"]
     layout = head.layout
     top = head.top.log_prob(h).double().numpy()

@@ -9,15 +9,18 @@ from torch import Tensor, nn
 from torch.func import functional_call
 
 from nslm.config import TrainConfig
+from nslm.models.grounding import GroundedEmbedding, input_width, make_embedding
 from nslm.models.lstm import State, locked_dropout
 
 
-def embedding_dropout(embed: nn.Embedding, x: Tensor, p: float, training: bool) -> Tensor:
+def embedding_dropout(embed: nn.Module, x: Tensor, p: float, training: bool) -> Tensor:
     """Drop whole word types: every occurrence of a dropped type gets a zero vector."""
     if not training or p == 0.0:
         return embed(x)
-    keep = torch.empty(embed.weight.shape[0], 1).bernoulli_(1 - p) / (1 - p)
-    return F.embedding(x, embed.weight * keep)
+    # A grounded type is dropped whole, its fixed dimensions included.
+    weight = embed.full_weight() if isinstance(embed, GroundedEmbedding) else embed.weight
+    keep = torch.empty(weight.shape[0], 1).bernoulli_(1 - p) / (1 - p)
+    return F.embedding(x, weight * keep)
 
 
 class AWDBackbone(nn.Module):
@@ -29,15 +32,17 @@ class AWDBackbone(nn.Module):
 
     def __init__(self, vocab_size: int, cfg: TrainConfig) -> None:
         super().__init__()
-        self.embed = nn.Embedding(vocab_size, cfg.emb_size)
+        self.embed = make_embedding(vocab_size, cfg.emb_size, cfg.grounded)
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
         last = cfg.emb_size if cfg.tie_weights else cfg.hidden_size
-        sizes = [cfg.emb_size] + [cfg.hidden_size] * (cfg.num_layers - 1) + [last]
+        first = input_width(cfg.emb_size, cfg.grounded)
+        sizes = [first] + [cfg.hidden_size] * (cfg.num_layers - 1) + [last]
         self.layers = nn.ModuleList(nn.LSTM(sizes[i], sizes[i + 1]) for i in range(cfg.num_layers))
         self.p = cfg.dropout
         self.p_embed = cfg.embed_dropout
         self.p_weight = cfg.weight_drop
         self.out_dim = last
+        # Tying shares the learnt table only (GroundedEmbedding.weight is its trainable part).
         self.tie_target = self.embed if cfg.tie_weights else None
 
     def _run_layer(self, layer: nn.LSTM, x: Tensor, prev: State) -> tuple[Tensor, State]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from nslm.models.grounding import input_width, make_embedding
+
 State = tuple[Tensor, Tensor] | None
 
 
@@ -37,9 +39,12 @@ class LSTMBackbone(nn.Module):
         num_layers: int,
         dropout: float,
         locked: bool = False,
+        grounded: bool = False,
     ) -> None:
         super().__init__()
-        self.embed = nn.Embedding(vocab_size, emb_size)
+        # grounded: fixed value/coordinate dimensions after the learnt ones (paper Table 6)
+        self.embed = make_embedding(vocab_size, emb_size, grounded)
+        emb_size = input_width(emb_size, grounded)
         self.p = dropout
         self.locked = locked
         self.drop = nn.Dropout(dropout)

@@ -21,6 +21,7 @@ from nslm.scoring import score_arrays
 from nslm.training import checkpoint as ck
 from nslm.training import distributed as dd
 from nslm.training.batches import make_streams
+from nslm.training.embeddings import INIT_VECTORS_FILE, describe, prepare_embeddings
 from nslm.training.progress import Progress
 
 
@@ -77,6 +78,8 @@ class Trainer:
         self.layout = HNLMLayout.from_corpus(self.corpus) if "hnlm" in cfg.heads else None
         torch.manual_seed(cfg.seed)
         self.model = LanguageModel(cfg, len(self.corpus.vocab), self.layout)
+        # Grounding (Table 6) and pretrained vectors (Table 5), before DDP copies the weights.
+        self.vectors = prepare_embeddings(cfg, self.model, self.corpus, fresh=not resume)
         if cfg.compile:
             self.model.backbone = torch.compile(self.model.backbone)
         self.ddp = dd.wrap_model(self.model)
@@ -116,6 +119,9 @@ class Trainer:
         ck.write_json_atomic(self.run_dir / "vocab.json", {"itos": self.corpus.vocab.itos})
         if self.layout is not None:
             ck.write_json_atomic(self.run_dir / "layout.json", self.layout.to_json())
+        if self.vectors is not None:
+            ck.write_json_atomic(self.run_dir / INIT_VECTORS_FILE, self.vectors)
+            print(describe(self.vectors), file=sys.stderr)
 
     def _save(self) -> None:
         step = self.state["step"]
