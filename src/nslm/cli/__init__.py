@@ -8,6 +8,7 @@ import click
 
 from nslm.cli.data import data_group
 from nslm.cli.demo import demo_command
+from nslm.cli.experiment import experiment_group
 from nslm.cli.generate import generate_command
 from nslm.cli.micro import micro_group
 from nslm.cli.ngram import ngram_group
@@ -34,6 +35,7 @@ cli.add_command(micro_group)
 cli.add_command(fit_micro_command)
 cli.add_command(predict_command)
 cli.add_command(demo_command)
+cli.add_command(experiment_group)
 
 
 def main(argv: list[str] | None = None) -> int:
