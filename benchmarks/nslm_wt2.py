@@ -1,9 +1,10 @@
 """The whole NSLM pipeline on WikiText-2: prepare, train (or reuse), fit-micro, eval on test.
 
     python benchmarks/nslm_wt2.py [--run RUN | --config configs/wt2-cpu.toml --run-dir DIR]
-                                  [--fast] [--threads N] [--timing-repeats 2]
+                                  [--fast] [--threads N] [--timing-repeats 2] [--ngram 5]
 
-Writes benchmarks/results/nslm_wt2.json: Tables 2 and 3 on test ({row: {model: ppl}}), the
+Writes benchmarks/results/nslm_wt2.json: Tables 2 and 3 on test ({row: {model: ppl}}, with a
+``--ngram``-order modified-KN column and its n-gram NSLM, Eq. 4 over the n-gram's P(c | h)), the
 NSLM ÷ NNLM ratios for Numbers and Locations, Global for both, and the cost of an NSLM
 evaluation of the test split against an NNLM-only one, measured side by side in this run
 (the best of ``--timing-repeats`` alternating passes each). Targets: SPEC §9.
@@ -21,6 +22,7 @@ from pathlib import Path
 from machine import machine_info, today
 from nslm.config import class_rules_of, load_config
 from nslm.data import prepare_corpus
+from nslm.evaluation.ngram_columns import column_names, ngram_source
 from nslm.evaluation.nslm_eval import score_nslm, time_eval, use_threads
 from nslm.evaluation.report import evaluate_run, finite_or_none, render
 from nslm.models.load import load_run
@@ -44,6 +46,7 @@ def main() -> None:
     parser.add_argument("--refit", action="store_true", help="Refit an existing micro.json.")
     parser.add_argument("--threads", type=int, default=0, help="torch threads [the config's].")
     parser.add_argument("--timing-repeats", type=int, default=2)
+    parser.add_argument("--ngram", type=int, default=5, help="N-gram column order (0 = none).")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     wall = time.perf_counter()
@@ -84,7 +87,14 @@ def main() -> None:
     scores = {
         s: score_nslm(loaded.model, loaded.corpus.splits[s], micro, **kw) for s in ("valid", "test")
     }
-    result = evaluate_run(loaded, micro, split="test", scores=scores)
+    extra = []
+    if args.ngram:
+        log(f"{args.ngram}-gram columns (built on train, or read from {run_dir}/ngram)")
+        ngram = ngram_source(args.ngram, micro=micro)(loaded)
+        out["ngram_order"] = args.ngram
+        out["ngram_build_seconds"] = ngram.build_seconds
+        extra.append(ngram)
+    result = evaluate_run(loaded, micro, split="test", scores=scores, extra=extra)
     print(render(result))
 
     log("timing an NNLM-only and an NSLM evaluation of test, side by side")
@@ -126,6 +136,10 @@ def main() -> None:
         total_seconds=time.perf_counter() - wall,
         machine=machine_info(),
     )
+    if args.ngram:  # the n-gram's own Global perplexity and its n-gram NSLM's (Eq. 4)
+        word, nslm = column_names(args.ngram)
+        out["global_ngram"] = numbers["rows"]["Global"][word]
+        out["global_ngram_nslm"] = numbers["rows"]["Global"][nslm]
     out["met"] = {
         "ratio_numbers": out["ratio_numbers"] <= TARGETS["ratio_numbers"],
         "ratio_locations": out["ratio_locations"] <= TARGETS["ratio_locations"],

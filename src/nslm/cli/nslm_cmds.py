@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from nslm.errors import NslmError
+
+if TYPE_CHECKING:
+    from nslm.evaluation.report import ColumnSource
+    from nslm.models.load import LoadedRun
 
 _run = click.argument("run", type=click.Path(file_okay=False, path_type=Path))
 
@@ -94,9 +100,16 @@ def fit_micro_command(
 
 
 def eval_tables(
-    run: Path, splits: tuple[str, ...], lambda_objective: str = "table", max_tokens: int = 0
+    run: Path,
+    splits: tuple[str, ...],
+    lambda_objective: str = "table",
+    max_tokens: int = 0,
+    extra: Sequence[Callable[[LoadedRun], ColumnSource]] = (),
 ) -> dict:
-    """Tables 2/3 of RUN for each split (λ tuned on valid); RUN/tables_<split>.json."""
+    """Tables 2/3 of RUN for each split (λ tuned on valid); RUN/tables_<split>.json.
+
+    ``extra``: factories that build a column source (a 5-gram, a cache, …) for the loaded run.
+    """
     from nslm.evaluation.nslm_eval import use_threads
     from nslm.evaluation.report import evaluate_run, finite_or_none, render
     from nslm.models.load import load_run
@@ -106,10 +119,16 @@ def eval_tables(
     loaded = load_run(run)
     use_threads(loaded.cfg.threads)
     micro = load_run_micro(loaded)
+    sources = [make(loaded) for make in extra]
     results = {}
     for split in splits:
         result = evaluate_run(
-            loaded, micro, split=split, lambda_objective=lambda_objective, max_tokens=max_tokens
+            loaded,
+            micro,
+            split=split,
+            lambda_objective=lambda_objective,
+            max_tokens=max_tokens,
+            extra=sources,
         )
         path = Path(run) / f"tables_{split}.json"
         write_json_atomic(path, finite_or_none(result))

@@ -6,10 +6,13 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
+from nslm.cli.paper_eval import PaperExtras, paper_options
 from nslm.errors import NslmError
 
 
@@ -52,8 +55,18 @@ def _ensure_passive_openmp() -> None:
     default=None,
     help="Continue the run in this directory from its last checkpoint.",
 )
+@click.option(
+    "--init-vectors",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Initialise the input embeddings from a GloVe/word2vec text file (paper Table 5).",
+)
 def train_command(
-    config: Path | None, overrides: tuple[str, ...], run_dir: Path | None, resume_dir: Path | None
+    config: Path | None,
+    overrides: tuple[str, ...],
+    run_dir: Path | None,
+    resume_dir: Path | None,
+    init_vectors: Path | None = None,
 ) -> None:
     """Train an LSTM backbone with NNLM and HNLM heads (SPEC §3); resumable, torchrun-ready."""
     _ensure_passive_openmp()
@@ -61,14 +74,21 @@ def train_command(
     from nslm.training.loop import train
 
     if resume_dir is not None:
-        if config is not None or overrides:
-            raise NslmError("--resume takes the run's own config; drop CONFIG and --set")
+        if config is not None or overrides or init_vectors is not None:
+            raise NslmError(
+                "--resume takes the run's own config; drop CONFIG, --set and --init-vectors"
+            )
         cfg = None
         target = resume_dir
     else:
         if config is None:
             raise NslmError("give a CONFIG file (see configs/) or --resume RUN_DIR")
         cfg = load_config(config, overrides)
+        if init_vectors is not None:
+            # An absolute path in config.json: the run records where its vectors came from.
+            cfg = replace(cfg, init_vectors=str(init_vectors.expanduser().resolve()))
+        if cfg.init_vectors and not Path(cfg.init_vectors).expanduser().is_file():
+            raise NslmError(f"vector file not found: {cfg.init_vectors}")
         if run_dir is None:
             if int(os.environ.get("WORLD_SIZE", "1")) > 1:
                 raise NslmError("under torchrun, give --run-dir so every rank uses the same one")
@@ -93,24 +113,49 @@ def train_command(
               show_default=True, help="With micro.json: tune the ensemble's λ on valid "
               "Numbers/Locations (table) or Global perplexity.")  # fmt: skip
 @click.option("--max-tokens", type=int, default=0, help="Score only a prefix (0 = all).")
+@click.option("--ngram", "ngram_order", type=int, default=None, metavar="N",
+              help="Add an N-gram column (modified KN on train) and, with micro.json, an "
+              "N-gram NSLM column; without it, the N-gram's global perplexity.")  # fmt: skip
+@paper_options
 def eval_command(
-    run: Path, splits: tuple[str, ...], lambda_objective: str = "table", max_tokens: int = 0
+    run: Path,
+    splits: tuple[str, ...],
+    lambda_objective: str = "table",
+    max_tokens: int = 0,
+    ngram_order: int | None = None,
+    **paper: Any,
 ) -> None:
     """Global perplexity of every head of a trained RUN; writes RUN/eval.json.
 
     With RUN/micro.json (``nslm fit-micro RUN``): the paper's Tables 2 and 3 instead (NNLM,
     HNLM, NSLM ensemble, NSLM-pure per class), written to RUN/tables_<split>.json.
     """
+    from nslm.ngram.counting import MAX_ORDER
+
+    if ngram_order is not None and not 1 <= ngram_order <= MAX_ORDER:
+        raise NslmError(f"--ngram must be between 1 and {MAX_ORDER}, got {ngram_order}")
+    extras = PaperExtras(**paper)  # --cache, --crnn, --by-rarity (checked before any work)
     if (Path(run) / "micro.json").is_file():
         from nslm.cli.nslm_cmds import eval_tables
+        from nslm.evaluation.ngram_columns import ngram_source
 
-        eval_tables(run, splits, lambda_objective)
+        extra = [ngram_source(ngram_order)] if ngram_order else []
+        eval_tables(run, splits, lambda_objective, max_tokens, extra=extras.factories(extra))
+        extras.finish(run)
         return
+    if extras.wanted:
+        raise NslmError("--cache, --crnn and --by-rarity need RUN/micro.json (nslm fit-micro RUN)")
     from nslm.models.load import load_run
     from nslm.scoring import score_split
     from nslm.training.checkpoint import write_json_atomic
 
     loaded = load_run(run)
+    ngram = None
+    if ngram_order:
+        from nslm.evaluation.ngram_columns import ngram_global, ngram_source
+        from nslm.evaluation.report import head_of
+
+        ngram = ngram_source(ngram_order, with_nslm=False)(loaded)
     out: dict[str, dict[str, float]] = {}
     for split in splits:
         scores = score_split(
@@ -121,6 +166,9 @@ def eval_command(
             max_tokens=max_tokens,
         )
         out[split] = {f"ppl_{h}": scores.perplexity(h) for h in loaded.cfg.heads}
+        if ngram is not None:  # beside the heads, on the same positions
+            part = head_of(loaded.corpus.splits[split], max_tokens)
+            out[split][f"ppl_{ngram_order}-gram"] = ngram_global(ngram, part)
     write_json_atomic(run / "eval.json", out)
     for split, row in out.items():
         shown = "  ".join(f"{k.removeprefix('ppl_').upper()} {v:.2f}" for k, v in row.items())

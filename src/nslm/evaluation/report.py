@@ -10,6 +10,7 @@ validation Global perplexity instead, for every table.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +26,17 @@ from nslm.nslm import tune_lambda
 from nslm.run_micro import selected_summary
 
 OBJECTIVES = ("table", "global")
+
+# An extra source of table columns (a 5-gram, a CRNN, a cache over other columns, …): called
+# with (split name, split, the columns so far) for "valid" and for the reported split, it
+# returns new columns of per-position log-probabilities (the class_perplexities contract:
+# float64, one per position, NaN = unscored). Sources run in order, so a later one can build
+# on an earlier one's columns. Optional methods a source may have (the cache and CRNN do):
+# ``start_table(table, valid_mask)`` before its two calls for a table (per-table tuning on the
+# λ objective's positions), ``describe(table, entry) -> dict`` merged into the table's JSON
+# (its "notes" lines are printed under the table), and ``nslm_scores(name, split, micro)``
+# (a shared backbone pass that also yields the run's own scores).
+ColumnSource = Callable[[str, Split, dict[str, np.ndarray]], dict[str, np.ndarray]]
 
 
 def head_of(split: Split, max_tokens: int) -> Split:
@@ -61,11 +73,12 @@ def evaluate_run(
     lambda_objective: str = "table",
     max_tokens: int = 0,
     scores: dict[str, NSLMScores] | None = None,
+    extra: Sequence[ColumnSource] = (),
 ) -> dict[str, Any]:
     """Score valid (for λ) and ``split``; return every table of the run as JSON-ready data.
 
     ``scores`` may hold already computed :class:`NSLMScores` by split name (the benchmark
-    reuses them).
+    reuses them). ``extra`` adds columns after the run's own (see :data:`ColumnSource`).
     """
     if lambda_objective not in OBJECTIVES:
         raise NslmError(f"λ objective must be one of {', '.join(OBJECTIVES)}")
@@ -73,8 +86,13 @@ def evaluate_run(
     cfg = loaded.cfg
     scores = dict(scores or {})
     data = {s: head_of(corpus.splits[s], max_tokens) for s in {"valid", split}}
+    shared = next((s for s in extra if hasattr(s, "nslm_scores")), None)
     for name, part in data.items():
-        if name not in scores:
+        if name in scores:
+            continue
+        if shared is not None:  # one backbone pass for the run's columns and the extras
+            scores[name] = shared.nslm_scores(name, part, micro)  # type: ignore[attr-defined]
+        else:
             scores[name] = score_nslm(
                 loaded.model, part, micro, batch_size=cfg.eval_batch_size, bptt=cfg.bptt
             )
@@ -92,9 +110,19 @@ def evaluate_run(
     for table in tables_for(corpus):
         mask = objective_mask(corpus, data["valid"], table, lambda_objective)
         lam, valid_ppl = tune_lambda(valid.nnlm, valid.pure, mask)
-        entry = build_table(table, target.columns(lam), data[split], corpus, selected)
+        columns = target.columns(lam)
+        valid_columns = valid.columns(lam)
+        for source in extra:
+            if hasattr(source, "start_table"):
+                source.start_table(table, mask)  # type: ignore[attr-defined]
+            valid_columns.update(source("valid", data["valid"], valid_columns))
+            columns.update(source(split, data[split], columns))
+        entry = build_table(table, columns, data[split], corpus, selected)
         entry["lambda"] = lam
         entry["lambda_valid_ppl"] = valid_ppl
+        for source in extra:
+            if hasattr(source, "describe"):
+                entry.update(source.describe(table, entry))  # type: ignore[attr-defined]
         out["tables"][table] = entry
     return out
 
@@ -120,6 +148,7 @@ def render(result: dict[str, Any]) -> str:
             f"(λ tuned on valid {_objective_text(result, table)}); "
             "NSLM-pure = P(c|h)·P_MM (Eq. 4)."
         )
+        note = "\n".join([note, *entry.get("notes", [])])  # the extras' lines (cache row, …)
         blocks.append(render_table(entry, note))
     return "\n\n".join(blocks)
 

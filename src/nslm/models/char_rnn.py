@@ -13,14 +13,16 @@ Combined with P(c | h) from the HNLM head it scores class positions like Eq. 3 d
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from torch import nn
 
+from nslm.atomic import write_bytes_atomic, write_json_atomic
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.errors import NslmError
 from nslm.micro.context import previous_index
@@ -37,6 +39,8 @@ class CharRNNConfig:
     batch_size: int = 256
     lr: float = 3e-3
     seed: int = 0
+    min_steps: int = 0  # more epochs until this many optimiser steps (small classes)
+    max_seconds: float = 0.0  # stop training after this long (0 = run every epoch)
 
 
 class _CharLSTM(nn.Module):
@@ -65,6 +69,7 @@ class CharRNNClassModel:
         self.candidates: np.ndarray = np.empty(0, dtype=np.int64)  # V_c type ids
         self._strings: list[str] = []
         self._net: _CharLSTM | None = None
+        self.steps = 0  # optimiser steps taken (fewer than planned if max_seconds hit)
 
     # -- encoding ------------------------------------------------------------------------
     def _encode(self, text: str) -> list[int]:
@@ -101,7 +106,9 @@ class CharRNNClassModel:
         targets = [corpus.vocab.itos[i] for i in train.token_ids[positions]]
         torch.manual_seed(self.config.seed)
         self._net = _CharLSTM(len(self.chars), self.config)
-        self._train(contexts, targets)
+        if targets:  # a class with no training token keeps the untrained (near-uniform) net
+            self._train(contexts, targets)
+        self._net.eval()
         return self
 
     def _sequences(self, contexts: list[str], targets: list[str]):
@@ -125,8 +132,15 @@ class CharRNNClassModel:
         gen = torch.Generator().manual_seed(self.config.seed)
         optimiser = torch.optim.Adam(self._net.parameters(), lr=self.config.lr)
         self._net.train()
-        for _ in range(self.config.epochs):
+        deadline = time.perf_counter() + (self.config.max_seconds or float("inf"))
+        per_epoch = -(-len(x) // self.config.batch_size)
+        # A class with few tokens gets more epochs: a char LSTM needs ~10³ steps before its
+        # distribution over V_c beats the class unigram (measured on <city>, 5k tokens).
+        epochs = max(self.config.epochs, -(-self.config.min_steps // per_epoch))
+        for _ in range(epochs):
             for batch in torch.randperm(len(x), generator=gen).split(self.config.batch_size):
+                if time.perf_counter() > deadline:
+                    break
                 log_probs, _ = self._net(x[batch])
                 loss = nn.functional.nll_loss(
                     log_probs.reshape(-1, log_probs.shape[-1]),
@@ -136,6 +150,7 @@ class CharRNNClassModel:
                 optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
+                self.steps += 1
         self._net.eval()
 
     # -- scoring -------------------------------------------------------------------------
@@ -172,13 +187,15 @@ class CharRNNClassModel:
         return out
 
     # -- persistence (safetensors + JSON, never pickle) ----------------------------------
-    def save(self, directory: Path) -> None:
+    def save(self, directory: Path, **extra: object) -> None:
+        """Weights as safetensors, the rest as JSON (plus ``extra`` keys), each atomically."""
         assert self._net is not None
-        directory.mkdir(parents=True, exist_ok=True)
-        save_file(self._net.state_dict(), str(directory / f"crnn-{self.cls}.safetensors"))
+        weights = {k: v.contiguous() for k, v in self._net.state_dict().items()}
+        write_bytes_atomic(directory / f"crnn-{self.cls}.safetensors", save(weights))
         meta = {"config": asdict(self.config), "cls": self.cls, "chars": self.chars,
-                "candidates": self.candidates.tolist(), "strings": self._strings}  # fmt: skip
-        (directory / f"crnn-{self.cls}.json").write_text(json.dumps(meta))
+                "candidates": self.candidates.tolist(), "strings": self._strings,
+                "steps": self.steps, **extra}  # fmt: skip
+        write_json_atomic(directory / f"crnn-{self.cls}.json", meta, indent=0)
 
     @classmethod
     def load(cls, directory: Path, name: str) -> CharRNNClassModel:
@@ -186,6 +203,7 @@ class CharRNNClassModel:
         model = cls(CharRNNConfig(**meta["config"]))
         model.cls, model.chars, model._strings = meta["cls"], meta["chars"], meta["strings"]
         model.candidates = np.asarray(meta["candidates"], dtype=np.int64)
+        model.steps = int(meta.get("steps", 0))
         model._char_index = {ch: i for i, ch in enumerate(model.chars)}
         model._net = _CharLSTM(len(model.chars), model.config)
         model._net.load_state_dict(load_file(str(directory / f"crnn-{name}.safetensors")))

@@ -1,0 +1,173 @@
+"""``nslm eval RUN --cache --crnn --by-rarity``: the paper's remaining columns and Figure 3.
+
+The options are declared here and handed to ``eval_command`` as one bundle, so the command
+itself only wires the column sources into ``eval_tables`` (order matters: the CRNN before
+the cache, which mixes with it; the rarity recorder last, so it sees every column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nslm.errors import NslmError
+
+Factory = Callable[[Any], Any]  # LoadedRun → ColumnSource
+
+
+def _numbers(text: str | None, kind: type, option: str) -> tuple | None:
+    if text is None:
+        return None
+    try:
+        values = tuple(kind(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise NslmError(f"{option} takes comma-separated numbers, not {text!r}") from None
+    if not values:
+        raise NslmError(f"{option} is empty")
+    return values
+
+
+def paper_options(command: Callable) -> Callable:
+    """The click options of the paper's extras, outermost last."""
+    options = [
+        click.option("--cache", is_flag=True,
+                     help="Add a neural-cache column for every model (the paper's Num/Geo "
+                     "Cache rows; window, θ, λ tuned on valid)."),
+        click.option("--cache-window", default=None, metavar="W1,W2,…",
+                     help="Cache windows to try [100,250,500,1000]."),
+        click.option("--cache-theta", default=None, metavar="T1,T2,…",
+                     help="Cache θ values to try [0.1,0.25,0.5,0.75,1]."),
+        click.option("--cache-lambda", default=None, metavar="L1,L2,…",
+                     help="Cache λ values to try, in (0, 1] [0.05,0.1,…,0.7]."),
+        click.option("--crnn", is_flag=True,
+                     help="Add the CRNN column (a char-LSTM per class, trained once)."),
+        click.option("--crnn-dir", type=click.Path(file_okay=False, path_type=Path),
+                     default=None, help="Where the CRNN weights are kept [RUN/crnn]."),
+        click.option("--crnn-steps", type=click.IntRange(1, 10**6), default=1500,
+                     show_default=True, help="CRNN training steps per class, at least "
+                     "(3 epochs if more; batch 64)."),
+        click.option("--crnn-max-seconds", type=click.FloatRange(min=0, min_open=True),
+                     default=300.0, show_default=True,
+                     help="Cap on each class's CRNN training time."),
+        click.option("--by-rarity", is_flag=True,
+                     help="Perplexity per training-count bucket for every column (Figure 3): "
+                     "RUN/rarity_<split>.json and .png."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+class PaperExtras:
+    """The column-source factories of the chosen options, and what is left to do after."""
+
+    def __init__(
+        self,
+        *,
+        cache: bool = False,
+        cache_window: str | None = None,
+        cache_theta: str | None = None,
+        cache_lambda: str | None = None,
+        crnn: bool = False,
+        crnn_dir: Path | None = None,
+        crnn_steps: int = 1500,
+        crnn_max_seconds: float = 300.0,
+        by_rarity: bool = False,
+    ) -> None:
+        from nslm.evaluation.cache_column import CacheGrid
+        from nslm.models.char_rnn import CharRNNConfig
+
+        given = {"--cache-window": cache_window, "--cache-theta": cache_theta,
+                 "--cache-lambda": cache_lambda}  # fmt: skip
+        stray = [name for name, value in given.items() if value is not None]
+        if stray and not cache:
+            raise NslmError(f"{stray[0]} needs --cache")
+        grid = CacheGrid()
+        self.grid = CacheGrid(
+            windows=_numbers(cache_window, int, "--cache-window") or grid.windows,
+            thetas=_numbers(cache_theta, float, "--cache-theta") or grid.thetas,
+            lambdas=_numbers(cache_lambda, float, "--cache-lambda") or grid.lambdas,
+        )
+        self.cache, self.crnn, self.by_rarity = cache, crnn, by_rarity
+        self.crnn_dir = crnn_dir
+        # ~1,500 steps of 64 tokens bring every WikiText-2 class's CRNN to about its class
+        # unigram on valid; the default 3 epochs of 256 left <city> at 10⁶ (measured).
+        self.crnn_config = CharRNNConfig(
+            epochs=3, batch_size=64, min_steps=crnn_steps, max_seconds=crnn_max_seconds
+        )
+        self._shared = None
+        self.recorder = None
+        self.loaded = None
+
+    @property
+    def wanted(self) -> bool:
+        return self.cache or self.crnn or self.by_rarity
+
+    def _shared_pass(self, loaded):
+        from nslm.evaluation.shared_pass import SharedPass
+
+        if self._shared is None or self._shared.loaded is not loaded:
+            self._shared = SharedPass(loaded, keep_features=self.cache)
+        return self._shared
+
+    def _crnn(self, loaded):
+        from nslm.evaluation.crnn_column import CRNNSource
+
+        directory = self.crnn_dir or Path(loaded.run_dir) / "crnn"
+
+        def progress(message: str) -> None:
+            click.echo(f"  {message}", err=True)
+
+        return CRNNSource(self._shared_pass(loaded), directory, self.crnn_config, progress)
+
+    def _cache(self, loaded):
+        from nslm.evaluation.cache_column import CacheSource
+
+        return CacheSource(self._shared_pass(loaded), self.grid)
+
+    def _recorder(self, loaded):
+        from nslm.evaluation.rarity import RarityRecorder
+
+        self.loaded = loaded
+        self.recorder = RarityRecorder()
+        return self.recorder
+
+    def factories(self, others: Sequence[Factory] = ()) -> list[Factory]:
+        """CRNN, cache, then ``others`` (e.g. an n-gram column), then the rarity recorder."""
+        out: list[Factory] = []
+        if self.crnn:
+            out.append(self._crnn)
+        if self.cache:
+            out.append(self._cache)
+        out += list(others)
+        if self.by_rarity:
+            out.append(self._recorder)
+        return out
+
+    def finish(self, run: Path) -> None:
+        """Print and write the rarity tables of every reported split."""
+        if not self.by_rarity or self.recorder is None:
+            return
+        from nslm.atomic import write_json_atomic
+        from nslm.evaluation.rarity import BUCKETS, plot_rarity_panels, render_rarity
+        from nslm.evaluation.report import finite_or_none
+        from nslm.evaluation.tables import TABLES
+
+        corpus = self.loaded.corpus
+        for split in self.recorder.columns:
+            tables = self.recorder.tables(split, corpus)
+            for table, data in tables.items():
+                title = f"{TABLES[table][1] or 'User'} tokens by training count ({split})"
+                click.echo(render_rarity(data, title) + "\n")
+            payload = {"run": str(run), "split": split,
+                       "buckets": [[label, low, high] for label, low, high in BUCKETS],
+                       "tables": tables}  # fmt: skip
+            path = Path(run) / f"rarity_{split}.json"
+            write_json_atomic(path, finite_or_none(payload))
+            png = Path(run) / f"rarity_{split}.png"
+            panels = {TABLES[t][1] or "User classes": d for t, d in tables.items()}
+            plot_rarity_panels(panels, png, f"Perplexity by training count ({split})")
+            click.echo(f"wrote {path} and {png}")
