@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from nslm.data import PreparedCorpus
 from nslm.data.numbers import rejoin_numbers
+
+TINY_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "tiny.toml"
 
 
 def find(corpus: PreparedCorpus, split: str, text: str) -> int:
@@ -27,3 +31,22 @@ def classes_at(corpus: PreparedCorpus, split: str, text: str) -> list[tuple[str,
         for i in range(start, start + n)
         if s.rule_class_ids[i]
     ]
+
+
+def train_tiny_nslm(
+    run_dir: Path, micro_classes: list[str], overrides: tuple[str, ...] = ()
+) -> Path:
+    """A tiny real run (configs/tiny.toml, 40 steps on a WikiText-2 slice) with fast-grid
+    micro-models for ``micro_classes``: the shared starting point of the NSLM tests."""
+    from nslm.config import load_config
+    from nslm.evaluation.nslm_eval import use_threads
+    from nslm.models.load import load_run
+    from nslm.run_micro import fit_run_micro, write_run_micro
+    from nslm.training.loop import train
+
+    use_threads(1)
+    sets = ["eval_tokens=2000", "max_steps=40", *overrides]
+    train(load_config(TINY_CONFIG, sets), run_dir)
+    loaded = load_run(run_dir)
+    write_run_micro(loaded, fit_run_micro(loaded, only=micro_classes, fast=True))
+    return run_dir

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import requires_data
+from helpers import train_tiny_nslm
 from nslm.cli import main
-from nslm.config import load_config
 from nslm.evaluation.cache import (
     CacheParams,
     cache_distribution,
@@ -30,13 +30,12 @@ from nslm.evaluation.cache import (
 )
 from nslm.evaluation.cache_column import CacheGrid, CacheSource, tune
 from nslm.evaluation.crnn_column import CRNNSource
-from nslm.evaluation.nslm_eval import feature_batches, score_nslm, use_threads
+from nslm.evaluation.nslm_eval import feature_batches, score_nslm
 from nslm.evaluation.report import evaluate_run, head_of
 from nslm.evaluation.shared_pass import SharedPass
 from nslm.models.char_rnn import END, SEP, CharRNNConfig
 from nslm.models.load import load_run
-from nslm.run_micro import fit_run_micro, load_run_micro, write_run_micro
-from nslm.training.loop import train
+from nslm.run_micro import load_run_micro
 
 ROOT = Path(__file__).resolve().parents[1]
 SLICE = 5_000
@@ -114,14 +113,7 @@ def test_tuning_picks_the_best_cell_of_the_grid() -> None:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
-    use_threads(1)
-    run_dir = tmp_path_factory.mktemp("extras") / "tiny"
-    train(
-        load_config(ROOT / "configs" / "tiny.toml", ["eval_tokens=2000", "max_steps=40"]), run_dir
-    )
-    loaded = load_run(run_dir)
-    write_run_micro(loaded, fit_run_micro(loaded, only=["year", "city"], fast=True))
-    return run_dir
+    return train_tiny_nslm(tmp_path_factory.mktemp("extras") / "tiny", ["year", "city"])
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import requires_data
+from helpers import train_tiny_nslm
 from nslm.cli import main
-from nslm.config import load_config
 from nslm.data.vocab import EOS
-from nslm.evaluation.nslm_eval import use_threads
 from nslm.generation.nslm_sampling import (
     MicroContexts,
     NslmStepper,
@@ -31,8 +30,7 @@ from nslm.micro.classdata import builtin_class
 from nslm.micro.model import MicroModel
 from nslm.models.load import load_run
 from nslm.predict import predict, prompt_split
-from nslm.run_micro import fit_run_micro, load_run_micro, write_run_micro
-from nslm.training.loop import train
+from nslm.run_micro import load_run_micro
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
@@ -42,12 +40,7 @@ pytestmark = [requires_data, pytest.mark.realdata]
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    use_threads(1)
-    run_dir = tmp_path_factory.mktemp("gen") / "tiny"
-    train(load_config(TINY, ["eval_tokens=2000", "max_steps=40"]), run_dir)
-    loaded = load_run(run_dir)
-    write_run_micro(loaded, fit_run_micro(loaded, only=["year", "city"], fast=True))
-    return run_dir
+    return train_tiny_nslm(tmp_path_factory.mktemp("gen") / "tiny", ["year", "city"])
 
 
 @pytest.fixture(scope="module")

@@ -18,18 +18,17 @@ import pytest
 import torch
 
 from conftest import requires_data
+from helpers import train_tiny_nslm
 from nslm.cli import main
-from nslm.config import load_config
-from nslm.evaluation.nslm_eval import full_distribution_at, score_nslm, use_threads
+from nslm.evaluation.nslm_eval import full_distribution_at, score_nslm
 from nslm.evaluation.report import evaluate_run, head_of
 from nslm.micro.pipeline import fit_micro
 from nslm.micro.store import write_micro_json
 from nslm.models.load import load_run
 from nslm.nslm import ensemble_log_probs, tune_lambda
 from nslm.predict import DEFAULT_PROMPT
-from nslm.run_micro import fit_run_micro, load_run_micro, write_run_micro
+from nslm.run_micro import load_run_micro
 from nslm.scoring import score_split
-from nslm.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
@@ -40,13 +39,7 @@ pytestmark = [requires_data, pytest.mark.realdata]
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    use_threads(1)
-    run_dir = tmp_path_factory.mktemp("nslm") / "tiny"
-    train(load_config(TINY, ["eval_tokens=2000", "max_steps=40"]), run_dir)
-    loaded = load_run(run_dir)
-    payload = fit_run_micro(loaded, only=MICRO_CLASSES, fast=True)
-    write_run_micro(loaded, payload)
-    return run_dir
+    return train_tiny_nslm(tmp_path_factory.mktemp("nslm") / "tiny", MICRO_CLASSES)
 
 
 @pytest.fixture(scope="module")

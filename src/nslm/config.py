@@ -186,17 +186,22 @@ def class_rules_of(cfg: TrainConfig) -> tuple:
     return tuple(parse_class_rule(r) for r in cfg.class_rules)
 
 
+def read_toml(path: Path) -> dict[str, Any]:
+    """A config file's table; a missing or malformed file is a one-line user error."""
+    path = Path(path)
+    if not path.is_file():
+        raise NslmError(f"config file not found: {path}")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise NslmError(f"malformed config {path}: {exc}") from None
+
+
 def load_config(path: Path | None, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
     """Read a TOML config (or start from the defaults) and apply ``key=value`` overrides."""
     values: dict[str, Any] = {}
     if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise NslmError(f"config file not found: {path}")
-        try:
-            values = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise NslmError(f"malformed config {path}: {exc}") from None
+        values = read_toml(path)
         nested = [k for k, v in values.items() if isinstance(v, dict)]
         if nested:
             raise _unknown(nested[0])

@@ -141,6 +141,16 @@ def neural_within(model: LanguageModel, h: Tensor, cls: int) -> np.ndarray:
     return F.log_softmax(logits, dim=-1).double().numpy()
 
 
+def micro_part(
+    mm: MicroModel, members: np.ndarray, rows: np.ndarray
+) -> tuple[tuple[np.ndarray, np.ndarray], str]:
+    """Class c's within-class part of the NSLM distribution from its micro-model (Eq. 4's
+    P_MM rows over V_c) and the name of the pair that produced it."""
+    if not np.array_equal(mm.cls.candidates.vocab_ids, members):
+        raise ValueError(f"<{mm.cls.name}>: the micro-model's V_c differs from the LM's")
+    return (members, rows), f"{mm.metric.name}+{mm.pdf.name}"
+
+
 @torch.no_grad()
 def distribution_from_features(
     model: LanguageModel,
@@ -168,11 +178,7 @@ def distribution_from_features(
         name = class_names[c]
         members = layout.members[c]
         if name in micro:
-            mm = micro[name]
-            if not np.array_equal(mm.cls.candidates.vocab_ids, members):
-                raise ValueError(f"<{name}>: the micro-model's V_c differs from the HNLM's")
-            within[c] = (members, micro_rows[name])
-            source[c] = f"{mm.metric.name}+{mm.pdf.name}"
+            within[c], source[c] = micro_part(micro[name], members, micro_rows[name])
         else:
             within[c] = (members, neural_within(model, h, c))
             source[c] = "neural"

@@ -33,7 +33,7 @@ from torch import Tensor, nn
 
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
-from nslm.evaluation.nslm_eval import NSLMScores, feature_batches
+from nslm.evaluation.nslm_eval import NSLMScores, feature_batches, micro_part
 from nslm.micro.model import MicroModel
 from nslm.micro.pipeline import micro_log_probs
 from nslm.nslm import FullDistribution, nslm_log_probs
@@ -162,11 +162,7 @@ def distribution(
         name, members = class_names[c], table.members[c]
         tag[:, c] = tags[:, c]
         if name in micro:
-            mm = micro[name]
-            if not np.array_equal(mm.cls.candidates.vocab_ids, members):
-                raise ValueError(f"<{name}>: the micro-model's V_c differs from the run's")
-            within[c] = (members, micro_rows[name])
-            source[c] = f"{mm.metric.name}+{mm.pdf.name}"
+            within[c], source[c] = micro_part(micro[name], members, micro_rows[name])
         else:
             # P(w | c) = π(c | w) P_NNLM(w | h) / P(c | h): the NNLM's own split of its mass
             within[c] = (members, logp[:, members] + log_roles[members, c] - tags[:, c : c + 1])

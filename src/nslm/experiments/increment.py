@@ -23,13 +23,13 @@ import math
 import os
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from nslm.config import read_toml
 from nslm.errors import NslmError
 from nslm.experiments.increment_data import check_sizes, second_numbers, write_corpus
 
@@ -80,14 +80,7 @@ class IncrementConfig:
     @classmethod
     def from_toml(cls, path: Path, **overrides: Any) -> IncrementConfig:
         """Read a ``configs/increment.toml``-style file; ``overrides`` (CLI options) win."""
-        path = Path(path)
-        if not path.is_file():
-            raise NslmError(f"config file not found: {path}")
-        try:
-            values = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise NslmError(f"malformed config {path}: {exc}") from None
-        return cls.build({**values, **overrides})
+        return cls.build({**read_toml(path), **overrides})
 
     def validate(self) -> None:
         if not 0.0 < self.test_fraction < 0.5:
