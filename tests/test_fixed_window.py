@@ -3,8 +3,16 @@ output through the shared head, and that it learns a window-sized dependency."""
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+
+import pytest
 import torch
 
+from conftest import requires_data
+from helpers import train_tiny_nslm
+from nslm.cli import main
 from nslm.models.fixed_window import FixedWindowBackbone
 from nslm.models.heads import NNLMHead
 
@@ -81,3 +89,20 @@ def test_learns_a_dependency_two_words_back() -> None:
         losses[context] = float(loss.detach())
     assert losses[2] < 0.1
     assert losses[1] > 1.5  # chance is log 8 ≈ 2.08
+
+
+@requires_data
+@pytest.mark.realdata
+def test_a_fixed_window_run_gets_the_per_class_tables(tmp_path: Path) -> None:
+    """The window LM goes through the same evaluator as the LSTM: NNLM, HNLM and NSLM
+    columns of Tables 2 and 3, on real WikiText-2, from one trained run."""
+    run = train_tiny_nslm(tmp_path / "window", ["year", "city"], ("model='fixed-window'",))
+    assert json.loads((run / "config.json").read_text())["model"] == "fixed-window"
+    assert main(["eval", str(run), "--split", "test", "--max-tokens", "20000"]) == 0
+    tables = json.loads((run / "tables_test.json").read_text())["tables"]
+    for table, aggregate in (("numbers", "Numbers"), ("places", "Locations")):
+        row = tables[table]["rows"][aggregate]
+        assert {"NNLM", "HNLM", "NSLM"} <= set(row)
+        assert all(math.isfinite(v) and v > 1 for v in row.values())
+    year = tables["numbers"]["rows"]["year"]
+    assert year["NSLM"] < year["NNLM"]  # the diff micro-model helps even a 40-step LM
