@@ -1,0 +1,121 @@
+"""The paper's remaining experiments on WikiText-2, gathered in one JSON file.
+
+    python benchmarks/paper_experiments.py --run runs/wt2-cpu [--increment 100 1000]
+        [--single-task-run RUN]
+
+Every figure comes from the real commands, run here as subprocesses:
+
+* ``cache`` and ``rarity``: ``nslm eval RUN --split test --crnn --cache --by-rarity`` (Tables
+  2-3 with the CRNN column and the Num/Geo Cache rows; Figure 3's buckets);
+* ``increment``: ``nslm experiment increment --n …`` (Table 7);
+* ``grounded`` (Table 6): read from ``benchmarks/results/grounded.json``
+  (``benchmarks/grounded.py`` trains a plain and a grounded run side by side);
+* ``single_task_awd`` (Table 8): ``nslm eval`` on a run of ``configs/awd-single-task.toml``
+  when one is given; otherwise the key says it was not run;
+* ``cache_cost_ratio``: read from ``benchmarks/results/cache_cost.json``
+  (``benchmarks/cache_cost.py``, which times the cache side by side with a plain evaluation).
+
+Writes benchmarks/results/paper_experiments.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from machine import machine_info, today
+
+RESULTS = Path(__file__).parent / "results"
+OUT = RESULTS / "paper_experiments.json"
+MODELS = ("NNLM", "HNLM", "CRNN", "NSLM")
+
+
+def nslm(*args: str) -> None:
+    cmd = [sys.executable, "-m", "nslm", *args]
+    print(f"[{time.strftime('%H:%M:%S')}] {shlex.join(cmd[1:])}", file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def cache_tables(run: Path) -> dict[str, Any]:
+    """Tables 2-3 with the CRNN and the cache, and Figure 3's buckets, for one run."""
+    nslm("eval", str(run), "--split", "test", "--crnn", "--cache", "--by-rarity")
+    tables = json.loads((run / "tables_test.json").read_text())["tables"]
+    cache = {}
+    for name, entry in tables.items():
+        agg = entry["aggregates"][0]
+        rows = entry["rows"]
+        cache[name] = {
+            "rows": rows,
+            "cache_row": {m: rows[agg].get(f"{m}+cache") for m in MODELS},
+            "ratio_to_nnlm": {m: v / rows[agg]["NNLM"] for m, v in rows[agg].items() if v},
+            "cache_params": entry.get("cache"),
+        }
+    rarity = json.loads((run / "rarity_test.json").read_text())
+    return {"cache": cache, "rarity": rarity}
+
+
+def family_rows(run: Path) -> dict[str, Any]:
+    """The Numbers / Locations / Global rows of one run's tables (fit-micro, then eval)."""
+    if not (run / "micro.json").is_file():
+        nslm("fit-micro", str(run), "--fast")  # the MoG-free grid: these compare the LMs
+    nslm("eval", str(run), "--split", "test")
+    tables = json.loads((run / "tables_test.json").read_text())["tables"]
+    return {
+        name: {r: entry["rows"][r] for r in entry["aggregates"]} for name, entry in tables.items()
+    }
+
+
+def increment(ns: list[int]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "increment.json"
+        nslm("experiment", "increment", "--n", *map(str, ns), "--out", str(out))
+        return json.loads(out.read_text())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True, help="A trained run with micro.json.")
+    parser.add_argument("--increment", type=int, nargs="*", default=[100, 1000])
+    parser.add_argument("--single-task-run", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    wall = time.perf_counter()
+    out: dict[str, Any] = {"command": "python " + shlex.join(sys.argv), "date": today()}
+    out.update(cache_tables(args.run))
+    out["increment"] = increment(args.increment) if args.increment else None
+    grounded = RESULTS / "grounded.json"  # benchmarks/grounded.py: the two runs side by side
+    if grounded.is_file():
+        measured = json.loads(grounded.read_text())
+        keep = ("command", "date", "minutes_each", "ratio_grounded_to_plain", "plain", "grounded")
+        out["grounded"] = {k: measured[k] for k in keep}
+    else:
+        out["grounded"] = {"status": "not run", "why": "run benchmarks/grounded.py first"}
+    if args.single_task_run:
+        out["single_task_awd"] = family_rows(args.single_task_run)
+    else:
+        out["single_task_awd"] = {"status": "not run", "why": "give --single-task-run"}
+    cost = RESULTS / "cache_cost.json"
+    if cost.is_file():
+        measured = json.loads(cost.read_text())
+        out["cache_cost_ratio"] = measured["cache_cost_ratio"]
+        out["cache_cost_source"] = {"command": measured["command"], "date": measured["date"]}
+    else:
+        out["cache_cost_ratio"] = None
+    out["total_seconds"] = time.perf_counter() - wall
+    out["machine"] = machine_info()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out, indent=1, allow_nan=False) + "\n")
+    tmp.replace(args.out)
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
