@@ -1,13 +1,15 @@
 """The paper's remaining experiments on WikiText-2, gathered in one JSON file.
 
-    python benchmarks/paper_experiments.py --run runs/wt2-cpu [--increment 100 1000]
+    python benchmarks/paper_experiments.py --run runs/wt2-cpu [--increment 100 1000 …]
         [--single-task-run RUN]
 
 Every figure comes from the real commands, run here as subprocesses:
 
 * ``cache`` and ``rarity``: ``nslm eval RUN --split test --crnn --cache --by-rarity`` (Tables
   2-3 with the CRNN column and the Num/Geo Cache rows; Figure 3's buckets);
-* ``increment``: ``nslm experiment increment --n …`` (Table 7);
+* ``increment``: ``nslm experiment increment --n …`` (Table 7), run here with
+  ``--increment N …``, or read from ``benchmarks/results/increment.json`` written by
+  ``nslm experiment increment --n 100 1000 10000 --out benchmarks/results/increment.json``;
 * ``grounded`` (Table 6): read from ``benchmarks/results/grounded.json``
   (``benchmarks/grounded.py`` trains a plain and a grounded run side by side);
 * ``single_task_awd`` (Table 8): ``nslm eval`` on a run of ``configs/awd-single-task.toml``
@@ -82,14 +84,22 @@ def increment(ns: list[int]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, required=True, help="A trained run with micro.json.")
-    parser.add_argument("--increment", type=int, nargs="*", default=[100, 1000])
+    parser.add_argument(
+        "--increment", type=int, nargs="*", default=[], help="Run Table 7 for these N here."
+    )
     parser.add_argument("--single-task-run", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     wall = time.perf_counter()
     out: dict[str, Any] = {"command": "python " + shlex.join(sys.argv), "date": today()}
     out.update(cache_tables(args.run))
-    out["increment"] = increment(args.increment) if args.increment else None
+    saved = RESULTS / "increment.json"  # nslm experiment increment --n … --out this file
+    if args.increment:
+        out["increment"] = increment(args.increment)
+    elif saved.is_file():
+        out["increment"] = json.loads(saved.read_text())
+    else:
+        out["increment"] = {"status": "not run", "why": f"give --increment N … or write {saved}"}
     grounded = RESULTS / "grounded.json"  # benchmarks/grounded.py: the two runs side by side
     if grounded.is_file():
         measured = json.loads(grounded.read_text())
