@@ -20,6 +20,7 @@ import torch
 from conftest import requires_data
 from helpers import train_tiny_nslm
 from nslm.cli import main
+from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.nslm_eval import full_distribution_at, score_nslm
 from nslm.evaluation.report import evaluate_run, head_of
 from nslm.micro.pipeline import fit_micro
@@ -191,6 +192,29 @@ def test_tables_rows_and_aggregates(loaded, micro) -> None:
     num_ids = [loaded.corpus.class_id(c) for c in numbers["classes"]]
     want = int((split.oov_class_mask & np.isin(split.rule_class_ids, num_ids)).sum())
     assert numbers["oov_class_tokens"] == want
+
+
+class _TrainUnigram(ColumnSource):
+    """The docs' example of a user column (docs/nslm.md, Python API)."""
+
+    def __init__(self, corpus) -> None:
+        counts = np.bincount(corpus.train.token_ids, minlength=len(corpus.vocab)) + 1.0
+        self.log_p = np.log(counts / counts.sum())
+
+    def __call__(self, name, split, columns):
+        out = self.log_p[split.token_ids].astype(np.float64)
+        out[np.isnan(columns["NNLM"])] = np.nan
+        return {"unigram": out}
+
+
+def test_a_user_column_source_joins_the_tables(loaded, micro) -> None:
+    source = _TrainUnigram(loaded.corpus)
+    result = evaluate_run(loaded, micro, split="test", max_tokens=SLICE, extra=[source])
+    split = head_of(loaded.corpus.test, SLICE)
+    expected = math.exp(-source.log_p[split.token_ids[1:]].mean())  # position 0 is unscored
+    for entry in result["tables"].values():
+        assert entry["models"][-1] == "unigram"
+        assert entry["rows"]["Global"]["unigram"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_eval_cli_writes_tables(run: Path, capsys: pytest.CaptureFixture) -> None:

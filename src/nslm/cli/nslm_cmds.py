@@ -14,7 +14,7 @@ import click
 from nslm.errors import NslmError
 
 if TYPE_CHECKING:
-    from nslm.evaluation.report import ColumnSource
+    from nslm.evaluation.columns import ColumnSource
     from nslm.models.load import LoadedRun
 
 _run = click.argument("run", type=click.Path(file_okay=False, path_type=Path))

@@ -24,6 +24,7 @@ import torch
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.evaluation.cache import cache_probs_grid, mix_target_log_probs
+from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.nslm_eval import NSLMScores
 from nslm.evaluation.shared_pass import SharedPass
 from nslm.evaluation.tables import fmt_change, fmt_ppl, pct_change
@@ -87,8 +88,8 @@ def tune(
     return best
 
 
-class CacheSource:
-    """A :data:`~nslm.evaluation.report.ColumnSource` adding "X+cache" columns.
+class CacheSource(ColumnSource):
+    """A :class:`~nslm.evaluation.columns.ColumnSource` adding "X+cache" columns.
 
     Per table, ``start_table`` gives the validation positions to tune on; the first call
     after it (validation) tunes, the second (the reported split) applies. p_cache is

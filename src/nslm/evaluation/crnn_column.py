@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from nslm.data.corpus import Split
+from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.nslm_eval import NSLMScores
 from nslm.evaluation.shared_pass import SharedPass
 from nslm.evaluation.single_task import tagged_classes
@@ -76,8 +77,8 @@ def load_or_fit(
     return model, False
 
 
-class CRNNSource:
-    """A :data:`~nslm.evaluation.report.ColumnSource` adding the "CRNN" column."""
+class CRNNSource(ColumnSource):
+    """A :class:`~nslm.evaluation.columns.ColumnSource` adding the "CRNN" column."""
 
     def __init__(
         self,

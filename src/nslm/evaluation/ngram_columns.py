@@ -35,6 +35,7 @@ import numpy as np
 
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.errors import NslmError
+from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.perplexity import perplexity
 from nslm.micro.model import MicroModel
 from nslm.micro.pipeline import micro_log_probs
@@ -93,8 +94,8 @@ def class_unigram(corpus: PreparedCorpus, cls: int, members: np.ndarray) -> np.n
     return np.log(smoothed / smoothed.sum())
 
 
-class NgramColumns:
-    """A :data:`~nslm.evaluation.report.ColumnSource`: the N-gram and N-gram NSLM columns.
+class NgramColumns(ColumnSource):
+    """A :class:`~nslm.evaluation.columns.ColumnSource`: the N-gram and N-gram NSLM columns.
 
     ``micro`` None leaves the NSLM column (and its tagged model) out.
     """

@@ -18,6 +18,7 @@ import numpy as np
 
 from nslm.atomic import write_bytes_atomic
 from nslm.data.corpus import PreparedCorpus, Split
+from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.perplexity import AGGREGATES, perplexity
 from nslm.evaluation.tables import fmt_ppl, table_classes
 
@@ -132,8 +133,8 @@ def render_rarity(table: dict, title: str) -> str:
     return "\n".join([title, rule, fmt(head), rule, *(fmt(r) for r in rows), rule])
 
 
-class RarityRecorder:
-    """The last :data:`~nslm.evaluation.report.ColumnSource`: it adds nothing and keeps
+class RarityRecorder(ColumnSource):
+    """The last :class:`~nslm.evaluation.columns.ColumnSource`: it adds nothing and keeps
     every column of each table on the reported split (the second call after
     ``start_table``), so the rarity tables cover all models, extras included."""
 

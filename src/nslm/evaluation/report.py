@@ -10,7 +10,7 @@ validation Global perplexity instead, for every table.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -18,6 +18,7 @@ import numpy as np
 
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.errors import NslmError
+from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.nslm_eval import NSLMScores, score_nslm
 from nslm.evaluation.tables import TABLES, build_table, render_table, table_classes, tables_for
 from nslm.micro.model import MicroModel
@@ -26,17 +27,6 @@ from nslm.nslm import tune_lambda
 from nslm.run_micro import selected_summary
 
 OBJECTIVES = ("table", "global")
-
-# An extra source of table columns (a 5-gram, a CRNN, a cache over other columns, …): called
-# with (split name, split, the columns so far) for "valid" and for the reported split, it
-# returns new columns of per-position log-probabilities (the class_perplexities contract:
-# float64, one per position, NaN = unscored). Sources run in order, so a later one can build
-# on an earlier one's columns. Optional methods a source may have (the cache and CRNN do):
-# ``start_table(table, valid_mask)`` before its two calls for a table (per-table tuning on the
-# λ objective's positions), ``describe(table, entry) -> dict`` merged into the table's JSON
-# (its "notes" lines are printed under the table), and ``nslm_scores(name, split, micro)``
-# (a shared backbone pass that also yields the run's own scores).
-ColumnSource = Callable[[str, Split, dict[str, np.ndarray]], dict[str, np.ndarray]]
 
 
 def head_of(split: Split, max_tokens: int) -> Split:
@@ -78,7 +68,8 @@ def evaluate_run(
     """Score valid (for λ) and ``split``; return every table of the run as JSON-ready data.
 
     ``scores`` may hold already computed :class:`NSLMScores` by split name (the benchmark
-    reuses them). ``extra`` adds columns after the run's own (see :data:`ColumnSource`).
+    reuses them). ``extra`` adds columns after the run's own
+    (:class:`nslm.evaluation.columns.ColumnSource`).
     """
     if lambda_objective not in OBJECTIVES:
         raise NslmError(f"λ objective must be one of {', '.join(OBJECTIVES)}")
@@ -86,13 +77,13 @@ def evaluate_run(
     cfg = loaded.cfg
     scores = dict(scores or {})
     data = {s: head_of(corpus.splits[s], max_tokens) for s in {"valid", split}}
-    shared = next((s for s in extra if hasattr(s, "nslm_scores")), None)
     for name, part in data.items():
         if name in scores:
             continue
-        if shared is not None:  # one backbone pass for the run's columns and the extras
-            scores[name] = shared.nslm_scores(name, part, micro)  # type: ignore[attr-defined]
-        else:
+        # one backbone pass for the run's columns and the extras, when a source shares one
+        shared = (source.nslm_scores(name, part, micro) for source in extra)
+        scores[name] = next((got for got in shared if got is not None), None)
+        if scores[name] is None:
             scores[name] = score_nslm(
                 loaded.model, part, micro, batch_size=cfg.eval_batch_size, bptt=cfg.bptt
             )
@@ -113,16 +104,14 @@ def evaluate_run(
         columns = target.columns(lam)
         valid_columns = valid.columns(lam)
         for source in extra:
-            if hasattr(source, "start_table"):
-                source.start_table(table, mask)  # type: ignore[attr-defined]
+            source.start_table(table, mask)
             valid_columns.update(source("valid", data["valid"], valid_columns))
             columns.update(source(split, data[split], columns))
         entry = build_table(table, columns, data[split], corpus, selected)
         entry["lambda"] = lam
         entry["lambda_valid_ppl"] = valid_ppl
         for source in extra:
-            if hasattr(source, "describe"):
-                entry.update(source.describe(table, entry))  # type: ignore[attr-defined]
+            entry.update(source.describe(table, entry))
         out["tables"][table] = entry
     return out
 
