@@ -12,7 +12,6 @@ the grounded ÷ plain ratio of every row (NNLM and HNLM columns).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import subprocess
@@ -21,22 +20,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cli_runs import eval_test_tables, nslm_command
 from machine import machine_info, today
+from nslm.atomic import write_json_atomic
 
 OUT = Path(__file__).parent / "results" / "grounded.json"
 
 
-def nslm_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "nslm", *args]
-
-
 def rows_of(run: Path) -> dict[str, Any]:
     """Every row of the run's test tables: {table: {row: {model: perplexity}}}."""
-    if not (run / "micro.json").is_file():
-        subprocess.run(nslm_cmd("fit-micro", str(run), "--fast"), check=True)
-    subprocess.run(nslm_cmd("eval", str(run), "--split", "test"), check=True)
-    tables = json.loads((run / "tables_test.json").read_text())["tables"]
-    return {name: entry["rows"] for name, entry in tables.items()}
+    return {name: entry["rows"] for name, entry in eval_test_tables(run).items()}
 
 
 def main() -> None:
@@ -52,7 +45,7 @@ def main() -> None:
     for name, run in runs.items():
         sets = [*common, *(["grounded=true"] if name == "grounded" else [])]
         overrides = [a for s in sets for a in ("--set", s)]
-        commands[name] = nslm_cmd("train", str(args.config), *overrides, "--run-dir", str(run))
+        commands[name] = nslm_command("train", str(args.config), *overrides, "--run-dir", str(run))
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     started = time.perf_counter()
     procs = {
@@ -86,10 +79,7 @@ def main() -> None:
         "ratio_grounded_to_plain": ratio,
         "machine": machine_info(),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(out, indent=1) + "\n")
-    tmp.replace(args.out)
+    write_json_atomic(args.out, out)
     print(f"wrote {args.out}", file=sys.stderr)
 
 

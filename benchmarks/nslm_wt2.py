@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
+from nslm.atomic import write_json_atomic
 from nslm.config import class_rules_of, load_config
 from nslm.data import prepare_corpus
 from nslm.evaluation.ngram_columns import column_names, ngram_source
@@ -149,10 +150,7 @@ def main() -> None:
         "eval_cost_ratio": out["eval_cost_ratio"] <= TARGETS["eval_cost_ratio"],
         "eval_cost_ratio_pure": out["eval_cost_ratio_pure"] <= TARGETS["eval_cost_ratio"],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(finite_or_none(out), indent=1) + "\n")
-    tmp.replace(args.out)
+    write_json_atomic(args.out, finite_or_none(out))
     log(f"wrote {args.out}: " + json.dumps(out["met"]))
 
 

@@ -25,30 +25,24 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from cli_runs import eval_test_tables, nslm
 from machine import machine_info, today
+from nslm.atomic import write_json_atomic
 
 RESULTS = Path(__file__).parent / "results"
 OUT = RESULTS / "paper_experiments.json"
 MODELS = ("NNLM", "HNLM", "CRNN", "NSLM")
 
 
-def nslm(*args: str) -> None:
-    cmd = [sys.executable, "-m", "nslm", *args]
-    print(f"[{time.strftime('%H:%M:%S')}] {shlex.join(cmd[1:])}", file=sys.stderr, flush=True)
-    subprocess.run(cmd, check=True)
-
-
 def cache_tables(run: Path) -> dict[str, Any]:
     """Tables 2-3 with the CRNN and the cache, and Figure 3's buckets, for one run."""
-    nslm("eval", str(run), "--split", "test", "--crnn", "--cache", "--by-rarity")
-    tables = json.loads((run / "tables_test.json").read_text())["tables"]
+    tables = eval_test_tables(run, "--crnn", "--cache", "--by-rarity", fit_micro=False)
     cache = {}
     for name, entry in tables.items():
         agg = entry["aggregates"][0]
@@ -65,10 +59,7 @@ def cache_tables(run: Path) -> dict[str, Any]:
 
 def family_rows(run: Path) -> dict[str, Any]:
     """The Numbers / Locations / Global rows of one run's tables (fit-micro, then eval)."""
-    if not (run / "micro.json").is_file():
-        nslm("fit-micro", str(run), "--fast")  # the MoG-free grid: these compare the LMs
-    nslm("eval", str(run), "--split", "test")
-    tables = json.loads((run / "tables_test.json").read_text())["tables"]
+    tables = eval_test_tables(run)
     return {
         name: {r: entry["rows"][r] for r in entry["aggregates"]} for name, entry in tables.items()
     }
@@ -120,10 +111,7 @@ def main() -> None:
         out["cache_cost_ratio"] = None
     out["total_seconds"] = time.perf_counter() - wall
     out["machine"] = machine_info()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(out, indent=1, allow_nan=False) + "\n")
-    tmp.replace(args.out)
+    write_json_atomic(args.out, out, allow_nan=False)
     print(f"wrote {args.out}", file=sys.stderr)
 
 
