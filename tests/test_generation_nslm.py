@@ -248,3 +248,37 @@ def test_cli_errors(run: Path, tmp_path: Path, capsys) -> None:
     # without micro.json a run keeps generating with its first head
     code, out, _ = _cli(capsys, "generate", str(bare), "--prompt", "a", "--max-tokens", "3")
     assert code == 0 and out.startswith("a")
+
+
+@pytest.fixture(scope="module")
+def convert_model(loaded) -> MicroModel:
+    return MicroModel(builtin_class(loaded.corpus, "convert"), "convert", "binary").fit(
+        loaded.corpus.train
+    )
+
+
+def test_predict_gives_convert_the_quantity_before_the_parenthesis(loaded, convert_model) -> None:
+    """``… 5 miles (`` → ``<convert>`` reads 5 mi in the units training converts miles to
+    (km first), so 8 is among its top tokens; without a quantity it is the class unigram."""
+    micro = {"convert": convert_model}
+    got = predict(loaded, micro, "The trail is 5 miles (", k=5)
+    entry = next(d for d in got["classes"] if d["class"] == "<convert>")
+    assert entry["context"] == "5 mi"
+    assert "8" in [t["token"] for t in entry["top"]]
+    plain = predict(loaded, micro, "The trail is very long (", k=5)
+    entry = next(d for d in plain["classes"] if d["class"] == "<convert>")
+    assert entry["context"] is None
+    assert "8" not in [t["token"] for t in entry["top"]]
+
+
+def test_generation_tracks_a_pending_conversion(loaded, convert_model) -> None:
+    stepper = NslmStepper(loaded, {"convert": convert_model}, "The trail is")
+    assert not np.isfinite(stepper.contexts["convert"].convert_target).any()
+    for token in ("5", "miles", "("):
+        stepper.advance(_id(loaded, token), 0)
+    target = stepper.contexts["convert"].convert_target[0]
+    assert target[0] == pytest.approx(5 * 1.609344)  # km: what training converts miles to most
+    stepper.advance(_id(loaded, "8"), loaded.corpus.class_id("convert"))
+    stepper.advance(_id(loaded, "km"), 0)
+    stepper.advance(_id(loaded, ")"), 0)
+    assert not np.isfinite(stepper.contexts["convert"].convert_target).any()

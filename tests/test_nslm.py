@@ -38,9 +38,13 @@ MICRO_CLASSES = ["year", "convert", "city"]
 pytestmark = [requires_data, pytest.mark.realdata]
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return train_tiny_nslm(tmp_path_factory.mktemp("nslm") / "tiny", MICRO_CLASSES)
+@pytest.fixture(scope="module", params=["separate", "shared"])
+def run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """A tiny run for each HNLM top level: its own softmax layer, or the NNLM's (shared)."""
+    top = request.param
+    return train_tiny_nslm(
+        tmp_path_factory.mktemp(f"nslm-{top}") / "tiny", MICRO_CLASSES, (f"hnlm_top='{top}'",)
+    )
 
 
 @pytest.fixture(scope="module")

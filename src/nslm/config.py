@@ -52,6 +52,9 @@ class TrainConfig:
     cutoffs: list[int] = field(default_factory=lambda: [2000, 10000])
     div_value: float = 4.0
     hnlm_weight: float = 1.0  # weight of the HNLM loss in the multi-task sum
+    # separate: the HNLM's top level has its own softmax layer; shared: it reuses the NNLM's
+    # word logits and adds one row per class tag (models/shared_top.py; cheaper to evaluate)
+    hnlm_top: str = "separate"
     # optimisation
     optimizer: str = "adam"  # sgd | adam | adamw
     lr: float = 2e-3
@@ -88,6 +91,7 @@ class TrainConfig:
 CHOICES: dict[str, tuple[str, ...]] = {
     "model": ("lstm", "awd", "transformer", "fixed-window"),
     "softmax": ("full", "adaptive"),
+    "hnlm_top": ("separate", "shared"),
     "optimizer": ("sgd", "adam", "adamw"),
     "lr_schedule": ("plateau", "cosine", "constant"),
     "classes": ("numbers", "places", "all", "none"),  # none: only class_rules
@@ -160,6 +164,8 @@ def validate(cfg: TrainConfig) -> None:
             raise NslmError(f"config key {key!r} must be one of {', '.join(allowed)}")
     if not cfg.heads or any(h not in HEAD_NAMES for h in cfg.heads):
         raise NslmError(f"config key 'heads' must be a non-empty list of {HEAD_NAMES}")
+    if cfg.hnlm_top == "shared" and set(cfg.heads) != set(HEAD_NAMES):
+        raise NslmError("config key 'hnlm_top' = 'shared' needs heads = ['nnlm', 'hnlm']")
     positive = ("emb_size", "hidden_size", "num_layers", "batch_size", "bptt", "eval_batch_size")
     for key in positive:
         if getattr(cfg, key) <= 0:

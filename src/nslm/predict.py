@@ -4,8 +4,10 @@ The prompt goes through the corpus's own preparation (numbers re-joined, places 
 classes tagged: :func:`nslm.data.tagging.tag_lines`), so "1066" is a ``<year>`` and
 "New York City" one token. The LM reads ``<eos>`` + the prompt, as a stream starting at a
 line boundary. Each micro-model's context w_prev^(c) (paper Eq. 1) is the last token of its
-class (or family) in the prompt; ``<convert>`` has no preceding-quantity context here, so it
-falls back to its class unigram.
+class (or family) in the prompt. A prompt that ends inside ``Q unit (`` (``… 5 miles (``)
+gives ``<convert>`` its preceding quantity in the units the training split converts that
+unit to (:func:`nslm.data.conversions.pending_conversion`), as at a ``<convert>`` position
+of the corpus; otherwise ``<convert>`` falls back to its class unigram.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import numpy as np
 import torch
 
 from nslm.config import class_rules_of
-from nslm.data.conversions import MAX_TARGET_UNITS
+from nslm.data.conversions import MAX_TARGET_UNITS, pending_conversion, unit_map_from_json
 from nslm.data.corpus import Split
+from nslm.data.numbers import quantity_before
 from nslm.data.tagging import tag_lines
 from nslm.data.vocab import EOS
 from nslm.errors import NslmError
@@ -42,13 +45,15 @@ def prompt_split(loaded: LoadedRun, prompt: str) -> tuple[Split, list[str]]:
     stoi, unk = corpus.vocab.stoi, corpus.vocab.unk_id
     ids = np.array([stoi.get(t, unk) for t in tokens] + [unk], dtype=np.int32)
     rule = np.array([corpus.class_names.index(c) for c in classes] + [0], dtype=np.int16)
+    convert = np.full((n, MAX_TARGET_UNITS), math.nan)  # only the next slot is ever scored
+    convert[-1] = pending_conversion(tokens, unit_map_from_json(corpus.meta.get("unit_map", {})))
     split = Split(
         name="prompt",
         token_ids=ids,
         rule_class_ids=rule,
         values=np.array([*values, math.nan], dtype=np.float64),
         coords=np.vstack([coords, [[math.nan, math.nan]]]).reshape(n, 2),
-        convert_targets=np.full((n, MAX_TARGET_UNITS), math.nan),
+        convert_targets=convert,
         article_ids=np.zeros(n, dtype=np.int32),
         unk_id=unk,
     )
@@ -69,11 +74,15 @@ def predict(
     nnlm = model.heads["nnlm"].log_dist(last)[0].double().numpy()
     nxt = np.array([len(split) - 1])
     rows, contexts = {}, {}
+    pending = quantity_before(tokens, len(tokens))  # what <convert>'s context shows
     for name, mm in micro.items():
         ctx = mm.cls.context(split, nxt, mm.context)
         rows[name] = mm.log_prob(ctx)
         p = int(ctx.prev_index[0])
         contexts[name] = tokens[p] if p >= 0 else None
+        if "convert_target" in mm.metric.needs:
+            has = pending is not None and bool(np.isfinite(ctx.convert_target).any())
+            contexts[name] = f"{pending[0]:g} {pending[1].name}" if has else None
     full = distribution_from_features(model, last, micro, corpus.class_names, rows)
     pure = full.marginal()[0]
     nslm = pure if lam == 0 else np.logaddexp(math.log(lam) + nnlm, math.log1p(-lam) + pure)

@@ -77,11 +77,9 @@ def score_arrays(
             yv = torch.from_numpy(y.reshape(-1)[keep])
             cv = torch.from_numpy(c.reshape(-1)[keep])
             where = pos.reshape(-1)[keep]
-            for name, head in model.heads.items():
-                out[name][where] = head.target_log_prob(hv, yv, cv).double().numpy()
-                if name == "hnlm":
-                    top = head.top_log_prob(hv, yv, cv)
-                    out["class_log_prob"][where] = top.double().numpy()
+            parts = tuple(model.heads) + (("top",) if "hnlm" in model.heads else ())
+            for name, lp in model.target_log_probs(hv, yv, cv, parts).items():
+                out["class_log_prob" if name == "top" else name][where] = lp.double().numpy()
     finally:
         model.train(was_training)
     has = set(model.heads)

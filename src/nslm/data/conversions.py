@@ -13,8 +13,8 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from nslm.data.numbers import Conversion
-from nslm.data.units import Unit, convert_value
+from nslm.data.numbers import Conversion, quantity_before
+from nslm.data.units import Unit, convert_value, unit_named
 
 MAX_TARGET_UNITS = 3
 
@@ -39,16 +39,33 @@ def _targets_for(unit: Unit, unit_map: dict[Unit, Counter]) -> list[Unit]:
     return [t for t, _ in seen.most_common(MAX_TARGET_UNITS)]
 
 
+def _in_units(quantity: float, unit: Unit, unit_map: dict[Unit, Counter], row: np.ndarray) -> None:
+    for k, target in enumerate(_targets_for(unit, unit_map)):
+        row[k] = convert_value(quantity, unit, target)
+
+
 def plausible_conversions(
     conversions: list[Conversion | None], unit_map: dict[Unit, Counter]
 ) -> np.ndarray:
     """(N, MAX_TARGET_UNITS): the quantity in each plausible target unit; NaN-padded."""
     out = np.full((len(conversions), MAX_TARGET_UNITS), np.nan)
     for i, c in enumerate(conversions):
-        if c is None:
-            continue
-        for k, target in enumerate(_targets_for(c.source_unit, unit_map)):
-            out[i, k] = convert_value(c.quantity, c.source_unit, target)
+        if c is not None:
+            _in_units(c.quantity, c.source_unit, unit_map, out[i])
+    return out
+
+
+def pending_conversion(tokens: list[str], unit_map: dict[Unit, Counter]) -> np.ndarray:
+    """(MAX_TARGET_UNITS,): what a number right after ``tokens`` would be if it converted
+    the quantity before an open parenthesis (``… 5 miles (`` → 8.05 km, …); NaN if none.
+
+    Used where the text ends before the number (``predict``, generation), so the number's
+    own unit cannot be seen, exactly as at a ``<convert>`` position of the corpus.
+    """
+    out = np.full(MAX_TARGET_UNITS, np.nan)
+    source = quantity_before(tokens, len(tokens))
+    if source is not None:
+        _in_units(source[0], source[1], unit_map, out)
     return out
 
 
@@ -57,3 +74,15 @@ def unit_map_json(unit_map: dict[Unit, Counter]) -> dict[str, dict[str, int]]:
         s.name: {t.name: n for t, n in targets.most_common()}
         for s, targets in sorted(unit_map.items(), key=lambda kv: -sum(kv[1].values()))
     }
+
+
+def unit_map_from_json(data: dict[str, dict[str, int]]) -> dict[Unit, Counter]:
+    """The inverse of :func:`unit_map_json` (names the unit table no longer knows are skipped)."""
+    out: dict[Unit, Counter] = {}
+    for source, targets in data.items():
+        unit = unit_named(source)
+        if unit is None:
+            continue
+        known = {unit_named(t): n for t, n in targets.items() if unit_named(t) is not None}
+        out[unit] = Counter(known)
+    return out

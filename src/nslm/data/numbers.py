@@ -89,17 +89,13 @@ class NumberTag:
     conversion: Conversion | None = None
 
 
-def _conversion(tokens: list[str], i: int) -> Conversion | None:
-    """If ``tokens[i]`` is the number of ``Q unit ( N unit2 … )``, the conversion it is.
+def quantity_before(tokens: list[str], i: int) -> tuple[float, Unit] | None:
+    """The ``Q unit`` whose parenthesis a number at ``tokens[i]`` would sit in.
 
-    Every number in the parentheses that is followed by a unit of the quantity's dimension
-    counts, so both numbers of ``5 knots ( 9 km / h ; 6 mph )`` are conversions.
+    ``i`` may be ``len(tokens)``: the slot after a prompt such as ``… 5 miles (``. Only
+    tokens before ``i`` are read (walking left to the opening parenthesis, within one
+    parenthesised group), so a model predicting the number may use the result.
     """
-    after = unit_at(tokens, i + 1)
-    if after is None:
-        return None
-    target_unit = after[0]
-    # Walk left to the opening parenthesis, staying inside one parenthesised group.
     j = i - 1
     while j >= 0 and tokens[j] not in ("(", ")") and i - j <= 12:
         j -= 1
@@ -110,9 +106,25 @@ def _conversion(tokens: list[str], i: int) -> Conversion | None:
         return None
     source_unit, span = before
     q = j - span - 1
-    if q < 0 or not is_number(tokens[q]) or source_unit.dimension != target_unit.dimension:
+    if q < 0 or not is_number(tokens[q]):
         return None
-    return Conversion(number_value(tokens[q]), source_unit, target_unit)
+    return number_value(tokens[q]), source_unit
+
+
+def _conversion(tokens: list[str], i: int) -> Conversion | None:
+    """If ``tokens[i]`` is the number of ``Q unit ( N unit2 … )``, the conversion it is.
+
+    Every number in the parentheses that is followed by a unit of the quantity's dimension
+    counts, so both numbers of ``5 knots ( 9 km / h ; 6 mph )`` are conversions.
+    """
+    after = unit_at(tokens, i + 1)
+    if after is None:
+        return None
+    target_unit = after[0]
+    source = quantity_before(tokens, i)
+    if source is None or source[1].dimension != target_unit.dimension:
+        return None
+    return Conversion(source[0], source[1], target_unit)
 
 
 def tag_number(tokens: list[str], i: int) -> NumberTag:

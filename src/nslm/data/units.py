@@ -110,6 +110,11 @@ def unit_ending_at(tokens: list[str], end: int) -> tuple[Unit, int] | None:
     return None
 
 
+def unit_named(name: str) -> Unit | None:
+    """The unit a spelling names (canonical names included), or None."""
+    return _TABLE.get(name)
+
+
 def convert_value(value: float, source: Unit, target: Unit) -> float:
     """``value`` in ``source`` units expressed in ``target`` units (same dimension)."""
     base = value * source.factor + source.offset

@@ -82,12 +82,8 @@ def score_parts(
         return {p: getattr(got, p) for p in parts}
     out = {p: np.full(len(split), np.nan) for p in parts}
     for hv, yv, cv, where in feature_batches(model, split, **kwargs):
-        if "nnlm" in parts:
-            out["nnlm"][where] = model.heads["nnlm"].target_log_prob(hv, yv, cv).double().numpy()
-        if "hnlm" in parts:
-            out["hnlm"][where] = model.heads["hnlm"].target_log_prob(hv, yv, cv).double().numpy()
-        if "top" in parts:
-            out["top"][where] = model.heads["hnlm"].top_log_prob(hv, yv, cv).double().numpy()
+        for name, lp in model.target_log_probs(hv, yv, cv, parts).items():
+            out[name][where] = lp.double().numpy()
     return out
 
 
@@ -219,7 +215,8 @@ def time_eval(
     """Wall time of an NNLM-only evaluation and of the NSLM evaluations, side by side.
 
     NNLM-only: backbone + NNLM head. NSLM (the reported ensemble, SPEC §9): backbone + NNLM
-    head + the HNLM's top level + micro-models + the mixture. NSLM-pure (Eq. 4 alone):
+    head + the HNLM's top level + micro-models + the mixture; with ``hnlm_top = "shared"``
+    the NNLM head and the top level are one pass over the same logits. NSLM-pure (Eq. 4 alone):
     backbone + the HNLM's top level + micro-models. The HNLM's neural within-class softmax
     is needed by neither and is not computed.
     """

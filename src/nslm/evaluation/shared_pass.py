@@ -65,12 +65,10 @@ class SharedPass:
         n = len(split)
         out = {p: np.full(n, np.nan) for p in ("nnlm", "hnlm", "top")}
         feats = torch.zeros(n, model.backbone.out_dim) if self.keep_features else None
-        nnlm, hnlm = model.heads["nnlm"], model.heads["hnlm"]
         batches = feature_batches(model, split, **kw)
         for hv, yv, cv, where in batches:
-            out["nnlm"][where] = nnlm.target_log_prob(hv, yv, cv).double().numpy()
-            out["hnlm"][where] = hnlm.target_log_prob(hv, yv, cv).double().numpy()
-            out["top"][where] = hnlm.top_log_prob(hv, yv, cv).double().numpy()
+            for part, lp in model.target_log_probs(hv, yv, cv).items():
+                out[part][where] = lp.double().numpy()
             if feats is not None:
                 feats[torch.from_numpy(where)] = hv
         return SplitPass(out["nnlm"], out["hnlm"], out["top"], feats)

@@ -23,20 +23,21 @@ as ``<year>``, the next ``<year>`` is scored relative to 1990.
 
 The prompt is prepared as ``nslm predict`` prepares it (:func:`nslm.predict.prompt_split`:
 numbers re-joined, places chunked, classes tagged), and its class tokens seed the contexts.
-As in ``predict``, ``<convert>`` never has a preceding-quantity context here and falls back
-to its class unigram. The prompt and the continuation form one article, except that a
-generated line ``= Title …`` (a top-level heading, SPEC §2) starts a new one: the contexts
-are cleared, as the corpus never looks across an article boundary.
+As in ``predict``, ``<convert>`` gets the preceding quantity whenever the text so far ends
+inside ``Q unit (``, and falls back to its class unigram elsewhere. The prompt and the
+continuation form one article, except that a generated line ``= Title …`` (a top-level
+heading, SPEC §2) starts a new one: the contexts are cleared, as the corpus never looks
+across an article boundary.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
-from nslm.data.conversions import MAX_TARGET_UNITS
+from nslm.data.conversions import MAX_TARGET_UNITS, pending_conversion, unit_map_from_json
 from nslm.data.corpus import Split
 from nslm.data.numbers import is_number, number_value
 from nslm.data.vocab import EOS
@@ -55,6 +56,11 @@ class Generated:
 
     token_id: int
     cls: int
+
+
+# tokens of history that can hold a pending ``Q unit (``: the 12-token parenthesis window of
+# nslm.data.numbers.quantity_before, a unit of up to 4 tokens, and the quantity itself
+LOOKBACK = 20
 
 
 def _no_context() -> Context:
@@ -85,6 +91,11 @@ class MicroContexts:
 
     def clear(self) -> None:
         self._ctx = {name: _no_context() for name in self.micro}
+
+    def set_convert_target(self, row: np.ndarray) -> None:
+        """The pending ``Q unit (`` quantity for the next token (NaN row: none)."""
+        for name, ctx in self._ctx.items():
+            self._ctx[name] = replace(ctx, convert_target=row.reshape(1, -1).copy())
 
     def observe(
         self, position: int, token_id: int, cls: int, value: float, coords: np.ndarray
@@ -128,6 +139,9 @@ class NslmStepper:
             self.prompt_tokens, ids = [], []
             self.contexts = MicroContexts(micro, vocab.unk_id)
         self.position = len(ids)  # index of the next token in the prompt's split
+        # the current line's tokens, for a pending ``Q unit (`` before a <convert> number
+        self._text = list(self.prompt_tokens)
+        self._unit_map = unit_map_from_json(self.corpus.meta.get("unit_map", {}))
         self._type_coords = self.corpus.type_coords()
         self._line: list[int] = []  # ids of the current generated line (article headings)
         self.model.eval()
@@ -166,12 +180,14 @@ class NslmStepper:
         """Feed the token (read as ``cls``) to the backbone and to the micro contexts."""
         self._track_article(token_id)
         value, coords = np.nan, np.full(2, np.nan)
+        string = self.corpus.vocab.itos[token_id]
         if cls > 0:
             # the type's attributes, as V_c's candidates carry them (micro.classdata)
-            string = self.corpus.vocab.itos[token_id]
             value = number_value(string) if is_number(string) else np.nan
             coords = self._type_coords[token_id]
         self.contexts.observe(self.position, token_id, cls, value, coords)
+        self._text = [] if token_id == self.eos_id else [*self._text[-LOOKBACK:], string]
+        self.contexts.set_convert_target(pending_conversion(self._text, self._unit_map))
         self.position += 1
         with torch.no_grad():
             x = torch.tensor([[token_id]], dtype=torch.long)

@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from nslm.models.shared_top import SharedTopLevel
+
 
 class SoftmaxLayer(nn.Module):
     """A softmax over ``n_out`` outputs: full, or adaptive with frequency-ordered clusters."""
@@ -105,8 +107,13 @@ class HNLMLayout:
         return len(self.members)
 
     @classmethod
-    def from_corpus(cls, corpus) -> HNLMLayout:
-        """Build the layout from a :class:`~nslm.data.PreparedCorpus` (train split counts)."""
+    def from_corpus(cls, corpus, *, shared: bool = False) -> HNLMLayout:
+        """Build the layout from a :class:`~nslm.data.PreparedCorpus` (train split counts).
+
+        ``shared``: the top level reuses the NNLM's output layer
+        (:class:`~nslm.models.shared_top.SharedTopLevel`), so a word keeps its vocabulary id
+        as its top id and the tags follow after the V word ids.
+        """
         v = len(corpus.vocab)
         n_cls = len(corpus.class_names)
         members = [np.zeros(0, dtype=np.int64)] + [corpus.class_vocab(c) for c in range(1, n_cls)]
@@ -120,6 +127,12 @@ class HNLMLayout:
         # A type is a top-level word unless it is a class type never seen as a plain word.
         word_ids = np.flatnonzero(~is_class_type | (word_counts > 0))
         tag_ids = np.array([c for c in range(1, n_cls) if len(members[c])], dtype=np.int64)
+        if shared:
+            top_of_word = np.full(v, -1, dtype=np.int64)
+            top_of_word[word_ids] = word_ids
+            top_of_tag = np.full(n_cls, -1, dtype=np.int64)
+            top_of_tag[tag_ids] = v + np.arange(len(tag_ids))
+            return cls(v, top_of_word, top_of_tag, members)
         counts = np.concatenate([word_counts[word_ids], tag_counts[tag_ids]])
         # Stable sort by descending count: frequent items land in the adaptive head cluster.
         order = np.argsort(-counts, kind="stable")
@@ -159,11 +172,22 @@ class HNLMHead(nn.Module):
     """
 
     def __init__(
-        self, in_dim: int, layout: HNLMLayout, kind: str, cutoffs: list[int], div: float
+        self,
+        in_dim: int,
+        layout: HNLMLayout,
+        kind: str,
+        cutoffs: list[int],
+        div: float,
+        words: SoftmaxLayer | None = None,
     ) -> None:
         super().__init__()
         self.layout = layout
-        self.top = SoftmaxLayer(in_dim, layout.n_top, kind, cutoffs, div)
+        # ``words``: the NNLM's output layer, shared by the top level (hnlm_top = "shared")
+        self.shared = words is not None
+        if words is not None:
+            self.top: nn.Module = SharedTopLevel(in_dim, words, layout)
+        else:
+            self.top = SoftmaxLayer(in_dim, layout.n_top, kind, cutoffs, div)
         union = np.unique(np.concatenate([np.zeros(0, np.int64), *layout.members]))
         n_union = max(len(union), 1)
         # One output row per class type; class c's softmax uses only the rows of V_c.
@@ -183,7 +207,7 @@ class HNLMHead(nn.Module):
     def _top_targets(self, targets: Tensor, classes: Tensor) -> Tensor:
         return torch.where(classes > 0, self.top_of_tag[classes], self.top_of_word[targets])
 
-    def _within_log_prob(self, h: Tensor, targets: Tensor, classes: Tensor) -> Tensor:
+    def within_log_prob(self, h: Tensor, targets: Tensor, classes: Tensor) -> Tensor:
         """log P_C(w | c, h) at class positions (0 at word positions)."""
         out = torch.zeros(h.shape[0], dtype=torch.float32, device=h.device)
         for c in torch.unique(classes[classes > 0]).tolist():
@@ -198,13 +222,15 @@ class HNLMHead(nn.Module):
 
     def top_log_prob(self, h: Tensor, targets: Tensor, classes: Tensor) -> Tensor:
         """log P(c | h) at class positions, log P_top(w | h) at word positions."""
+        if self.shared:
+            return self.top.joint(h, targets, classes)[1]
         top = self._top_targets(targets, classes)
         valid = top >= 0
         lp = -self.top.nll(h, top.clamp(min=0))
         return torch.where(valid, lp, torch.full_like(lp, -torch.inf))
 
     def target_log_prob(self, h: Tensor, targets: Tensor, classes: Tensor) -> Tensor:
-        return self.top_log_prob(h, targets, classes) + self._within_log_prob(h, targets, classes)
+        return self.top_log_prob(h, targets, classes) + self.within_log_prob(h, targets, classes)
 
     def nll(self, h: Tensor, targets: Tensor, classes: Tensor) -> Tensor:
         return -self.target_log_prob(h, targets, classes)

@@ -10,6 +10,8 @@ from torch import Tensor, nn
 from nslm.config import TrainConfig
 from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
 
+PARTS = ("nnlm", "hnlm", "top")
+
 
 def build_backbone(cfg: TrainConfig, vocab_size: int) -> nn.Module:
     if cfg.model == "lstm":
@@ -47,14 +49,15 @@ class LanguageModel(nn.Module):
         self.backbone = build_backbone(cfg, vocab_size)
         dim = self.backbone.out_dim
         heads: dict[str, nn.Module] = {}
-        for name in self.head_names:
-            if name == "nnlm":
-                heads[name] = NNLMHead(dim, vocab_size, cfg.softmax, cfg.cutoffs, cfg.div_value)
-            else:
-                if layout is None:
-                    raise ValueError("the HNLM head needs an HNLMLayout")
-                heads[name] = HNLMHead(dim, layout, cfg.softmax, cfg.cutoffs, cfg.div_value)
-        self.heads = nn.ModuleDict(heads)
+        kind, cutoffs, div = cfg.softmax, cfg.cutoffs, cfg.div_value
+        if "nnlm" in self.head_names:
+            heads["nnlm"] = NNLMHead(dim, vocab_size, kind, cutoffs, div)
+        if "hnlm" in self.head_names:
+            if layout is None:
+                raise ValueError("the HNLM head needs an HNLMLayout")
+            words = heads["nnlm"].softmax if cfg.hnlm_top == "shared" else None
+            heads["hnlm"] = HNLMHead(dim, layout, kind, cutoffs, div, words=words)
+        self.heads = nn.ModuleDict({name: heads[name] for name in self.head_names})
         self.weights = {"nnlm": 1.0, "hnlm": cfg.hnlm_weight}
         tie = getattr(self.backbone, "tie_target", None)
         if cfg.tie_weights and "nnlm" in heads and tie is not None:
@@ -66,6 +69,30 @@ class LanguageModel(nn.Module):
     def features(self, x: Tensor, state: Any = None) -> tuple[Tensor, Any]:
         """Backbone features (T, B, D) for inputs x (T, B), and the state to carry on."""
         return self.backbone(x, state)
+
+    def target_log_probs(
+        self, h: Tensor, targets: Tensor, classes: Tensor, parts: tuple[str, ...] = PARTS
+    ) -> dict[str, Tensor]:
+        """Per-row log-probabilities of the asked ``parts`` for features h (N, D).
+
+        ``nnlm``: Eq. 2; ``hnlm``: Eq. 3; ``top``: the HNLM's top level alone, log P(c_t | h)
+        at class positions and log P_top(w_t | h) at word positions (Eq. 4's neural factor).
+        With a shared top level the NNLM and the top level come from one pass over the logits.
+        """
+        out: dict[str, Tensor] = {}
+        hnlm = self.heads["hnlm"] if "hnlm" in self.heads else None  # noqa: SIM401 (ModuleDict)
+        need_top = "top" in parts or "hnlm" in parts
+        if hnlm is not None and hnlm.shared and need_top:
+            out["nnlm"], top = hnlm.top.joint(h, targets, classes)
+        else:
+            if "nnlm" in parts:
+                out["nnlm"] = self.heads["nnlm"].target_log_prob(h, targets, classes)
+            top = hnlm.top_log_prob(h, targets, classes) if need_top else None
+        if "hnlm" in parts:
+            out["hnlm"] = top + hnlm.within_log_prob(h, targets, classes)
+        if "top" in parts:
+            out["top"] = top
+        return {p: out[p] for p in parts}
 
     def forward(
         self, x: Tensor, y: Tensor, classes: Tensor, mask: Tensor, state: Any = None
@@ -79,9 +106,9 @@ class LanguageModel(nn.Module):
         loss = h.new_zeros((), dtype=torch.float32)
         stats = []
         count = max(int(flat.sum()), 1)
+        log_probs = self.target_log_probs(hv, yv, cv, tuple(self.head_names))
         for name in self.head_names:
-            nll = self.heads[name].nll(hv, yv, cv)
-            total = nll.sum()
+            total = -log_probs[name].sum()
             loss = loss + self.weights[name] * total / count
             stats.append(torch.stack([total.detach(), torch.tensor(float(len(yv)))]))
         return loss, torch.stack(stats), state

@@ -75,7 +75,10 @@ class Trainer:
         if cfg.threads > 0:
             torch.set_num_threads(cfg.threads)
         self.corpus = load_corpus(cfg)
-        self.layout = HNLMLayout.from_corpus(self.corpus) if "hnlm" in cfg.heads else None
+        self.layout = None
+        if "hnlm" in cfg.heads:
+            shared = cfg.hnlm_top == "shared"
+            self.layout = HNLMLayout.from_corpus(self.corpus, shared=shared)
         torch.manual_seed(cfg.seed)
         self.model = LanguageModel(cfg, len(self.corpus.vocab), self.layout)
         # Grounding (Table 6) and pretrained vectors (Table 5), before DDP copies the weights.

@@ -1,0 +1,176 @@
+"""The HNLM's top level built on the NNLM's output layer (config ``hnlm_top = "shared"``).
+
+Eq. 3's top level is a softmax over (non-class words ∪ class tags). Here its word logits
+are the NNLM's own (Eq. 2's output layer), and only the tags get new rows. With a full
+softmax over word logits s_w(h) and tag logits t_c(h), only the normalisers differ:
+
+    log P_NNLM(w | h) = s_w − log Σ_{v ∈ V} exp s_v                              (Eq. 2)
+    log P_top(w | h)  = s_w − log (Σ_{v ∈ V_top} exp s_v + Σ_c exp t_c),  w ∈ V_top  (Eq. 3)
+
+where V_top is the layout's top-level words. With an adaptive softmax (head logits z,
+cluster k's logits u) the same holds level by level: the head level is renormalised over
+(V_top's shortlist words, the clusters holding a V_top word, the tags), and cluster k's
+softmax over its V_top members only:
+
+    log P_top(w | h) = z_k − log Z_top + u_w − log Σ_{v ∈ k ∩ V_top} exp u_v
+
+One exponentiation of the logits gives both heads' sums (a product with a two-column 0/1
+mask), and the tail cluster a row needs is the same for both, so scoring the NSLM's
+P(c | h) next to the NNLM costs a few extra rows instead of a second output layer: the
+evaluation cost target of SPEC §9.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+if TYPE_CHECKING:  # heads.py builds this module's class; import its types for hints only
+    from nslm.models.heads import HNLMLayout, SoftmaxLayer
+
+# Below this share of a softmax block kept, 1 − Σ dropped loses float32 precision; such
+# rows take the exact (masked log-sum-exp) path instead. Rare: only rows where class-only
+# types hold > 99.9 % of a block's mass.
+EXACT_BELOW = 1e-3
+
+
+def _log_kept_mass(log_probs: Tensor, dropped: Tensor, keep: Tensor, log_extra: Tensor | None):
+    """log(Σ_{j: keep[j]} P_j + exp(log_extra)) per row of a log-softmaxed block.
+
+    ``dropped`` lists the columns outside ``keep`` (the few class-only types of the block),
+    so the kept mass is 1 − Σ_dropped: one small gather instead of a second softmax.
+    """
+    kept = 1.0 - log_probs.index_select(1, dropped).exp().sum(1)
+    log_kept = kept.clamp(min=EXACT_BELOW).log()
+    bad = kept < EXACT_BELOW
+    if bool(bad.any()):
+        exact = torch.logsumexp(log_probs.masked_fill(~keep, -torch.inf), dim=1)
+        log_kept = torch.where(bad, exact, log_kept)
+    return log_kept if log_extra is None else torch.logaddexp(log_kept, log_extra)
+
+
+class SharedTopLevel(nn.Module):
+    """P(c | h) and P_top(w | h) of Eq. 3 from the NNLM's ``words`` layer plus one row per tag.
+
+    ``words`` is registered here as well as in the NNLM head: its parameters are the same
+    tensors (saved once, see :func:`~nslm.training.checkpoint.model_tensors`) and both
+    losses train them.
+    """
+
+    def __init__(self, in_dim: int, words: SoftmaxLayer, layout: HNLMLayout) -> None:
+        super().__init__()
+        self.words = words
+        v = layout.vocab_size
+        tag_classes = np.flatnonzero(layout.top_of_tag >= 0)
+        if not np.array_equal(layout.top_of_tag[tag_classes], v + np.arange(len(tag_classes))):
+            raise ValueError("a shared top level needs HNLMLayout.from_corpus(..., shared=True)")
+        self.n_words = v
+        self.n_tags = len(tag_classes)
+        self.tags = nn.Linear(in_dim, max(self.n_tags, 1))  # a layout may have no tags
+        allowed = torch.as_tensor(layout.top_of_word >= 0)
+        self.register_buffer("allowed", allowed, persistent=False)
+        # class id → tag row (−1: no tag), for the targets at class positions
+        tag_row = torch.full((layout.n_classes,), -1, dtype=torch.long)
+        tag_row[torch.as_tensor(tag_classes)] = torch.arange(len(tag_classes))
+        self.register_buffer("tag_row", tag_row, persistent=False)
+        if words.kind == "adaptive":
+            a = words.adaptive
+            self.shortlist = a.shortlist_size
+            bounds = list(zip(a.cutoffs[:-1], a.cutoffs[1:], strict=True))
+        else:
+            self.shortlist, bounds = v, []
+        self.bounds = bounds
+        cluster_has_top = [bool(allowed[lo:hi].any()) for lo, hi in bounds]
+        clusters = torch.as_tensor(cluster_has_top, dtype=torch.bool)
+        head_keep = torch.cat([allowed[: self.shortlist], clusters])
+        self._register_block("head", head_keep)
+        for k, (lo, hi) in enumerate(bounds):
+            self._register_block(f"tail{k}", allowed[lo:hi])
+
+    def _register_block(self, name: str, keep: Tensor) -> None:
+        self.register_buffer(f"{name}_keep", keep, persistent=False)
+        dropped = torch.nonzero(~keep).squeeze(1)
+        self.register_buffer(f"{name}_dropped", dropped, persistent=False)
+
+    def _kept(self, name: str, log_probs: Tensor, log_extra: Tensor | None = None) -> Tensor:
+        keep, dropped = getattr(self, f"{name}_keep"), getattr(self, f"{name}_dropped")
+        return _log_kept_mass(log_probs, dropped, keep, log_extra)
+
+    def _head_logits(self, h: Tensor) -> Tensor:
+        if self.words.kind == "adaptive":
+            return self.words.adaptive.head(h).float()
+        return self.words.linear(h).float()
+
+    def _tag_logits(self, h: Tensor) -> Tensor:
+        """(N, n_tags): the tag rows, the only parameters the shared top level adds."""
+        return self.tags(h).float()[:, : self.n_tags]
+
+    def _tail_logits(self, k: int, h: Tensor) -> Tensor:
+        return self.words.adaptive.tail[k](h).float()
+
+    def joint(self, h: Tensor, targets: Tensor, classes: Tensor) -> tuple[Tensor, Tensor]:
+        """(log P_NNLM(w_t | h), log P_top(target_t | h)) per row, from one pass over the logits.
+
+        The top-level target is the class tag at class positions (``classes > 0``) and the
+        word at word positions; a word outside V_top, or a class without a tag, gets −inf.
+        """
+        head_logits = self._head_logits(h)
+        head = torch.log_softmax(head_logits, dim=1)  # the NNLM's head level, as is
+        # the tags on the same scale: t_c − log Σ_{v ∈ V} exp s_v
+        log_z_words = head_logits[:, 0] - head[:, 0]
+        tags = self._tag_logits(h) - log_z_words.unsqueeze(1)
+        log_z_top = self._kept("head", head, torch.logsumexp(tags, dim=1))
+        # each word's log-probability under the NNLM, and under the top level before
+        # log_z_top is taken off (their cluster normalisers differ)
+        in_short = targets < self.shortlist
+        word = head.gather(1, targets.clamp(max=self.shortlist - 1).unsqueeze(1)).squeeze(1)
+        word = torch.where(in_short, word, torch.zeros_like(word))
+        nnlm, top_word = word, word
+        for k, (lo, hi) in enumerate(self.bounds):
+            rows = torch.nonzero((targets >= lo) & (targets < hi)).squeeze(1)
+            if rows.numel() == 0:
+                continue
+            tail = torch.log_softmax(self._tail_logits(k, h[rows]), dim=1)
+            inside = tail.gather(1, (targets[rows] - lo).unsqueeze(1)).squeeze(1)
+            base = head[rows, self.shortlist + k] + inside
+            nnlm = nnlm.index_put((rows,), base)
+            top_word = top_word.index_put((rows,), base - self._kept(f"tail{k}", tail))
+        tag_row = self.tag_row[classes]
+        if self.n_tags:
+            at_tag = tags.gather(1, tag_row.clamp(min=0).unsqueeze(1)).squeeze(1) - log_z_top
+        else:
+            at_tag = torch.full_like(log_z_top, -torch.inf)
+        at_word = top_word - log_z_top
+        minus_inf = torch.full_like(at_word, -torch.inf)
+        top = torch.where(
+            classes > 0,
+            torch.where(tag_row >= 0, at_tag, minus_inf),
+            torch.where(self.allowed[targets], at_word, minus_inf),
+        )
+        return nnlm, top
+
+    def nll(self, h: Tensor, top_targets: Tensor) -> Tensor:
+        """−log P_top(k | h) for top-level ids (word ids < V, then the tags)."""
+        return -self.log_prob(h).gather(1, top_targets.unsqueeze(1)).squeeze(1)
+
+    def log_prob(self, h: Tensor) -> Tensor:
+        """log P_top(k | h) for every top-level id: (N, V + tags); −inf off V_top."""
+        head = self._head_logits(h)
+        tags = self._tag_logits(h)
+        # the exact masked normaliser (the reference that ``joint``'s fast path must match)
+        words = torch.logsumexp(head.masked_fill(~self.head_keep, -torch.inf), dim=1)
+        lse_top = torch.logaddexp(words, torch.logsumexp(tags, dim=1)).unsqueeze(1)
+        out = torch.full((h.shape[0], self.n_words), -torch.inf, device=h.device)
+        out[:, : self.shortlist] = head[:, : self.shortlist] - lse_top
+        for k, (lo, hi) in enumerate(self.bounds):
+            members = self.allowed[lo:hi]
+            if not bool(members.any()):
+                continue
+            tail = self._tail_logits(k, h).masked_fill(~members, -torch.inf)
+            cluster = head[:, self.shortlist + k : self.shortlist + k + 1]
+            out[:, lo:hi] = cluster + torch.log_softmax(tail, dim=1) - lse_top
+        out = out.masked_fill(~self.allowed, -torch.inf)
+        return torch.cat([out, tags - lse_top], dim=1)
