@@ -19,6 +19,19 @@ def test_shipped_configs_load(name: str) -> None:
     assert cfg.heads
 
 
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (["hnlm_top='both'"], "'hnlm_top' must be one of separate, shared"),
+        (["hnlm_top='shared'", "heads=['hnlm']"], "needs heads = \\['nnlm', 'hnlm'\\]"),
+    ],
+)
+def test_shared_top_level_needs_both_heads(sets: list[str], message: str) -> None:
+    with pytest.raises(NslmError, match=message):
+        load_config(CONFIGS / "tiny.toml", sets)
+    assert load_config(CONFIGS / "wt2-cpu.toml").hnlm_top == "shared"
+
+
 def test_overrides_are_typed() -> None:
     cfg = load_config(
         CONFIGS / "tiny.toml",

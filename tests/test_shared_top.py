@@ -10,9 +10,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.test_heads import synthetic_layout, total_mass
 
 from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
+from test_heads import synthetic_layout, total_mass
 
 
 def shared_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
