@@ -28,6 +28,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from nslm.models.cluster_scores import cluster_log_probs
+
 if TYPE_CHECKING:  # heads.py builds this module's class; import its types for hints only
     from nslm.models.heads import HNLMLayout, SoftmaxLayer
 
@@ -133,11 +135,12 @@ class SharedTopLevel(nn.Module):
             rows = torch.nonzero((targets >= lo) & (targets < hi)).squeeze(1)
             if rows.numel() == 0:
                 continue
-            tail = torch.log_softmax(self._tail_logits(k, h[rows]), dim=1)
-            inside = tail.gather(1, (targets[rows] - lo).unsqueeze(1)).squeeze(1)
-            base = head[rows, self.shortlist + k] + inside
-            nnlm = nnlm.index_put((rows,), base)
-            top_word = top_word.index_put((rows,), base - self._kept(f"tail{k}", tail))
+            logits = self._tail_logits(k, h[rows])
+            keep, dropped = getattr(self, f"tail{k}_keep"), getattr(self, f"tail{k}_dropped")
+            inside, inside_top = cluster_log_probs(logits, targets[rows] - lo, keep, dropped)
+            cluster = head[rows, self.shortlist + k]
+            nnlm = nnlm.index_put((rows,), cluster + inside)
+            top_word = top_word.index_put((rows,), cluster + inside_top)
         tag_row = self.tag_row[classes]
         if self.n_tags:
             at_tag = tags.gather(1, tag_row.clamp(min=0).unsqueeze(1)).squeeze(1) - log_z_top

@@ -22,6 +22,7 @@ from nslm.training import checkpoint as ck
 from nslm.training import distributed as dd
 from nslm.training.batches import make_streams
 from nslm.training.embeddings import INIT_VECTORS_FILE, describe, prepare_embeddings
+from nslm.training.memory import keep_freed_memory
 from nslm.training.progress import Progress
 
 
@@ -74,6 +75,7 @@ class Trainer:
         self.cfg = cfg
         if cfg.threads > 0:
             torch.set_num_threads(cfg.threads)
+        keep_freed_memory()  # large per-step tensors reuse memory instead of faulting it in
         self.corpus = load_corpus(cfg)
         self.layout = None
         if "hnlm" in cfg.heads:

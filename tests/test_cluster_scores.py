@@ -1,0 +1,59 @@
+"""cluster_log_probs: the fused tail-cluster scores equal log_softmax-based ones, with gradients."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nslm.models.cluster_scores import cluster_log_probs
+
+
+def reference(u: torch.Tensor, target: torch.Tensor, keep: torch.Tensor):
+    at_target = u.gather(1, target.unsqueeze(1)).squeeze(1)
+    lse_all = torch.logsumexp(u, dim=1)
+    lse_kept = torch.logsumexp(u.masked_fill(~keep, -torch.inf), dim=1)
+    return at_target - lse_all, at_target - lse_kept
+
+
+def check(u: torch.Tensor, target: torch.Tensor, keep: torch.Tensor, tol: float) -> None:
+    g_all, g_kept = torch.randn(u.shape[0], dtype=u.dtype), torch.randn(u.shape[0], dtype=u.dtype)
+    u1 = u.clone().requires_grad_(True)
+    a1, k1 = cluster_log_probs(u1, target, keep)
+    (a1 * g_all + k1 * g_kept).sum().backward()
+    u2 = u.clone().requires_grad_(True)
+    a2, k2 = reference(u2, target, keep)
+    (a2 * g_all + k2 * g_kept).sum().backward()
+    torch.testing.assert_close(a1, a2, atol=tol, rtol=tol)
+    torch.testing.assert_close(k1, k2, atol=tol, rtol=tol)
+    torch.testing.assert_close(u1.grad, u2.grad, atol=tol, rtol=tol)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 6),
+    width=st.integers(2, 40),
+    scale=st.floats(0.1, 30.0),
+    seed=st.integers(0, 2**16),
+)
+def test_matches_log_softmax_reference(rows: int, width: int, scale: float, seed: int) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    u = torch.randn(rows, width, generator=gen, dtype=torch.float64) * scale
+    target = torch.randint(0, width, (rows,), generator=gen)
+    keep = torch.rand(width, generator=gen) < 0.7
+    keep[torch.randint(0, width, (1,), generator=gen)] = True  # at least one top-level word
+    check(u, target, keep, tol=1e-9)
+
+
+def test_kept_words_far_below_the_maximum() -> None:
+    """float32 rows whose kept words sit 200 nats below a class-only word: exact path."""
+    u = torch.zeros(3, 6)
+    u[:, 0] = 200.0  # a dropped (class-only) column dominates every row
+    u[1, 3] = -5.0
+    keep = torch.tensor([False, True, True, True, False, True])
+    target = torch.tensor([2, 3, 0])  # the last target is not a top-level word
+    check(u, target, keep, tol=1e-5)
+    inside_kept = cluster_log_probs(u, target, keep)[1]
+    assert torch.isfinite(inside_kept).all()
+    # Among the kept words of row 0 (all logits 0), each has probability 1/4.
+    assert abs(float(inside_kept[0]) - float(torch.log(torch.tensor(0.25)))) < 1e-5
