@@ -22,6 +22,7 @@ evaluation cost target of SPEC §9.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,19 +40,20 @@ if TYPE_CHECKING:  # heads.py builds this module's class; import its types for h
 EXACT_BELOW = 1e-3
 
 
-def _log_kept_mass(log_probs: Tensor, dropped: Tensor, keep: Tensor, log_extra: Tensor | None):
-    """log(Σ_{j: keep[j]} P_j + exp(log_extra)) per row of a log-softmaxed block.
+def _log_kept_mass(dropped_log_probs: Tensor, exact: Callable[[Tensor], Tensor]) -> Tensor:
+    """log Σ_{j kept} P_j per row of a softmax block, from the dropped columns' log P.
 
-    ``dropped`` lists the columns outside ``keep`` (the few class-only types of the block),
-    so the kept mass is 1 − Σ_dropped: one small gather instead of a second softmax.
+    The dropped columns are the few class-only types of the block, so the kept mass is
+    1 − Σ_dropped: a small sum instead of a second softmax. ``exact(rows)`` gives the
+    masked log-sum-exp for rows where that subtraction would lose float32 precision.
     """
-    kept = 1.0 - log_probs.index_select(1, dropped).exp().sum(1)
+    kept = 1.0 - dropped_log_probs.exp().sum(1)
     log_kept = kept.clamp(min=EXACT_BELOW).log()
     bad = kept < EXACT_BELOW
     if bool(bad.any()):
-        exact = torch.logsumexp(log_probs.masked_fill(~keep, -torch.inf), dim=1)
-        log_kept = torch.where(bad, exact, log_kept)
-    return log_kept if log_extra is None else torch.logaddexp(log_kept, log_extra)
+        rows = torch.nonzero(bad).squeeze(1)
+        log_kept = log_kept.index_put((rows,), exact(rows))
+    return log_kept
 
 
 class SharedTopLevel(nn.Module):
@@ -89,6 +91,11 @@ class SharedTopLevel(nn.Module):
         clusters = torch.as_tensor(cluster_has_top, dtype=torch.bool)
         head_keep = torch.cat([allowed[: self.shortlist], clusters])
         self._register_block("head", head_keep)
+        # the head-level column of each word: itself in the shortlist, else its cluster
+        head_column = torch.arange(v)
+        for k, (lo, hi) in enumerate(bounds):
+            head_column[lo:hi] = self.shortlist + k
+        self.register_buffer("head_column", head_column, persistent=False)
         for k, (lo, hi) in enumerate(bounds):
             self._register_block(f"tail{k}", allowed[lo:hi])
 
@@ -96,10 +103,6 @@ class SharedTopLevel(nn.Module):
         self.register_buffer(f"{name}_keep", keep, persistent=False)
         dropped = torch.nonzero(~keep).squeeze(1)
         self.register_buffer(f"{name}_dropped", dropped, persistent=False)
-
-    def _kept(self, name: str, log_probs: Tensor, log_extra: Tensor | None = None) -> Tensor:
-        keep, dropped = getattr(self, f"{name}_keep"), getattr(self, f"{name}_dropped")
-        return _log_kept_mass(log_probs, dropped, keep, log_extra)
 
     def _head_logits(self, h: Tensor) -> Tensor:
         if self.words.kind == "adaptive":
@@ -120,17 +123,29 @@ class SharedTopLevel(nn.Module):
         word at word positions; a word outside V_top, or a class without a tag, gets −inf.
         """
         head_logits = self._head_logits(h)
-        head = torch.log_softmax(head_logits, dim=1)  # the NNLM's head level, as is
-        # the tags on the same scale: t_c − log Σ_{v ∈ V} exp s_v
-        log_z_words = head_logits[:, 0] - head[:, 0]
-        tags = self._tag_logits(h) - log_z_words.unsqueeze(1)
-        log_z_top = self._kept("head", head, torch.logsumexp(tags, dim=1))
+        log_z = torch.logsumexp(head_logits, dim=1, keepdim=True)  # Eq. 2's head normaliser
+        # Everything the head level gives, in one gather (so backward keeps one buffer, not
+        # one per index op): the target's column (its word, or its tail cluster) and the
+        # block's class-only columns.
+        n = head_logits.shape[0]
+        columns = torch.cat(
+            [self.head_column[targets].unsqueeze(1), self.head_dropped.expand(n, -1)], dim=1
+        )
+        picked = head_logits.gather(1, columns) - log_z
+        word = picked[:, 0]  # log P_NNLM of the word, or of the target's tail cluster
+        tags = self._tag_logits(h) - log_z  # t_c − log Σ_{v ∈ V} exp s_v: the NNLM's scale
+
+        def exact(rows: Tensor) -> Tensor:
+            kept = (head_logits[rows] - log_z[rows]).masked_fill(~self.head_keep, -torch.inf)
+            return torch.logsumexp(kept, dim=1)
+
+        log_z_top = torch.logaddexp(
+            _log_kept_mass(picked[:, 1:], exact), torch.logsumexp(tags, dim=1)
+        )
         # each word's log-probability under the NNLM, and under the top level before
         # log_z_top is taken off (their cluster normalisers differ)
-        in_short = targets < self.shortlist
-        word = head.gather(1, targets.clamp(max=self.shortlist - 1).unsqueeze(1)).squeeze(1)
-        word = torch.where(in_short, word, torch.zeros_like(word))
-        nnlm, top_word = word, word
+        in_nnlm = torch.zeros_like(word)
+        in_top = torch.zeros_like(word)
         for k, (lo, hi) in enumerate(self.bounds):
             rows = torch.nonzero((targets >= lo) & (targets < hi)).squeeze(1)
             if rows.numel() == 0:
@@ -138,9 +153,9 @@ class SharedTopLevel(nn.Module):
             logits = self._tail_logits(k, h[rows])
             keep, dropped = getattr(self, f"tail{k}_keep"), getattr(self, f"tail{k}_dropped")
             inside, inside_top = cluster_log_probs(logits, targets[rows] - lo, keep, dropped)
-            cluster = head[rows, self.shortlist + k]
-            nnlm = nnlm.index_put((rows,), cluster + inside)
-            top_word = top_word.index_put((rows,), cluster + inside_top)
+            in_nnlm = in_nnlm.index_put((rows,), inside)
+            in_top = in_top.index_put((rows,), inside_top)
+        nnlm, top_word = word + in_nnlm, word + in_top
         tag_row = self.tag_row[classes]
         if self.n_tags:
             at_tag = tags.gather(1, tag_row.clamp(min=0).unsqueeze(1)).squeeze(1) - log_z_top
