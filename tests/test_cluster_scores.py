@@ -57,3 +57,15 @@ def test_kept_words_far_below_the_maximum() -> None:
     assert torch.isfinite(inside_kept).all()
     # Among the kept words of row 0 (all logits 0), each has probability 1/4.
     assert abs(float(inside_kept[0]) - float(torch.log(torch.tensor(0.25)))) < 1e-5
+
+
+def test_cluster_without_top_level_words_stays_finite() -> None:
+    """All class-only words: the top-level value is unused, but nothing may turn NaN."""
+    u = torch.randn(4, 5, requires_grad=True)
+    keep = torch.zeros(5, dtype=torch.bool)
+    inside_all, inside_kept = cluster_log_probs(u, torch.tensor([0, 1, 2, 3]), keep)
+    assert torch.isfinite(inside_kept).all()
+    (inside_all.sum() + 0.0 * inside_kept.sum()).backward()
+    assert torch.isfinite(u.grad).all()
+    reference_all = torch.log_softmax(u.detach(), dim=1)[torch.arange(4), [0, 1, 2, 3]]
+    torch.testing.assert_close(inside_all.detach(), reference_all)

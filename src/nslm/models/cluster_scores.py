@@ -31,11 +31,13 @@ class _ClusterScores(torch.autograd.Function):
         at_target = u.gather(1, target.unsqueeze(1)).squeeze(1) - top.squeeze(1)
         lse_kept = sum_kept.log()
         # Rows whose kept words all sit ~88 nats below the row's maximum underflow to 0 in
-        # float32: take the exact masked log-sum-exp there (rare; no row of WikiText-2).
+        # float32: take the exact masked log-sum-exp there (rare).
         low = sum_kept < torch.finfo(e.dtype).tiny
         if bool(low.any()):
             masked = (u[low] - top[low]).masked_fill(keep == 0, -torch.inf)
-            lse_kept[low] = torch.logsumexp(masked, dim=1)
+            # A cluster without top-level words has no top-level target to score: 0 keeps
+            # the unused value and its (zero) gradient finite.
+            lse_kept[low] = torch.logsumexp(masked, dim=1).nan_to_num(neginf=0.0)
         ctx.save_for_backward(u, e, top, sum_all, lse_kept, target, keep, dropped, low)
         return at_target - sum_all.log(), at_target - lse_kept
 
