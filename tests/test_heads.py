@@ -10,6 +10,16 @@ from hypothesis import strategies as st
 
 from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead, SoftmaxLayer
 
+# A random head: vocabulary size, classes, feature width, softmax kind, seed (shared with
+# test_shared_top.py).
+HEAD_CASES = {
+    "vocab": st.integers(12, 300),
+    "n_classes": st.integers(1, 5),
+    "dim": st.integers(2, 24),
+    "kind": st.sampled_from(["full", "adaptive"]),
+    "seed": st.integers(0, 10_000),
+}
+
 
 def synthetic_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
     """Random class vocabularies, some overlapping (a number type can be in two classes)."""
@@ -52,13 +62,7 @@ def test_nnlm_distribution_sums_to_one(vocab: int, dim: int, kind: str, seed: in
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    vocab=st.integers(12, 300),
-    n_classes=st.integers(1, 5),
-    dim=st.integers(2, 24),
-    kind=st.sampled_from(["full", "adaptive"]),
-    seed=st.integers(0, 10_000),
-)
+@given(**HEAD_CASES)
 def test_hnlm_distribution_sums_to_one(
     vocab: int, n_classes: int, dim: int, kind: str, seed: int
 ) -> None:

@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
-from test_heads import synthetic_layout, total_mass
+from test_heads import HEAD_CASES, synthetic_layout, total_mass
 
 
 def shared_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
@@ -32,13 +31,7 @@ def shared_heads(vocab: int, n_classes: int, dim: int, kind: str, seed: int):
 
 
 @settings(max_examples=30, deadline=None)
-@given(
-    vocab=st.integers(12, 300),
-    n_classes=st.integers(1, 5),
-    dim=st.integers(2, 24),
-    kind=st.sampled_from(["full", "adaptive"]),
-    seed=st.integers(0, 10_000),
-)
+@given(**HEAD_CASES)
 def test_shared_top_level_is_normalised_and_agrees_with_its_scores(
     vocab: int, n_classes: int, dim: int, kind: str, seed: int
 ) -> None:
