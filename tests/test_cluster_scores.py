@@ -69,3 +69,17 @@ def test_cluster_without_top_level_words_stays_finite() -> None:
     assert torch.isfinite(u.grad).all()
     reference_all = torch.log_softmax(u.detach(), dim=1)[torch.arange(4), [0, 1, 2, 3]]
     torch.testing.assert_close(inside_all.detach(), reference_all)
+
+
+def test_bf16_autocast_does_not_lower_precision() -> None:
+    """Under CPU bf16 autocast the kept-mass product still runs in float32."""
+    gen = torch.Generator().manual_seed(0)
+    u = torch.randn(8, 300, generator=gen) * 4
+    target = torch.randint(0, 300, (8,), generator=gen)
+    keep = torch.rand(300, generator=gen) < 0.8
+    plain = cluster_log_probs(u, target, keep)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        autocast = cluster_log_probs(u, target, keep)
+    for a, b in zip(plain, autocast, strict=True):
+        assert b.dtype == torch.float32
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)

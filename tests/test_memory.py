@@ -8,6 +8,7 @@ machine do not tell reliably.
 from __future__ import annotations
 
 import json
+import platform
 import subprocess
 import sys
 
@@ -46,7 +47,12 @@ def _probe(mode: str) -> dict:
     return json.loads(out.stdout)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc mallopt")
+GLIBC = platform.libc_ver()[0] == "glibc" and tuple(
+    int(x) for x in (platform.libc_ver()[1] or "0.0").split(".")[:2]
+) >= (2, 33)
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc ≥ 2.33 (mallopt, mallinfo2)")
 def test_freed_blocks_stay_in_the_heap_for_reuse() -> None:
     default = _probe("default")
     kept = _probe("keep")

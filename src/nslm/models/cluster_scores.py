@@ -18,21 +18,30 @@ import torch
 from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
+# Below this kept mass (relative to the row's maximum) a row takes the exact path.
+LOW_KEPT_SUM = 1e-30
+
 
 class _ClusterScores(torch.autograd.Function):
+    """Forward and backward of :func:`cluster_log_probs`; backward runs once (it reuses the
+    saved exponentials as its output buffer), so double backward is an error."""
+
     @staticmethod
     def forward(  # type: ignore[override]
         ctx: FunctionCtx, u: Tensor, target: Tensor, keep: Tensor, dropped: Tensor
     ):
-        top = u.amax(dim=1, keepdim=True)  # amax: max without the indices, twice as fast
-        e = (u - top).exp_()  # rows × |k|; becomes the gradient in backward
-        sum_all = e.sum(dim=1)
-        sum_kept = e @ keep  # keep: 0/1 floats, |k|
+        # float32 throughout, also under bf16 autocast (which would run ``e @ keep`` in bf16)
+        with torch.autocast("cpu", enabled=False):
+            top = u.amax(dim=1, keepdim=True)  # amax: max without the indices, twice as fast
+            e = (u - top).exp_()  # rows × |k|; becomes the gradient in backward
+            sum_all = e.sum(dim=1)
+            sum_kept = e @ keep  # keep: 0/1 floats, |k|
         at_target = u.gather(1, target.unsqueeze(1)).squeeze(1) - top.squeeze(1)
         lse_kept = sum_kept.log()
-        # Rows whose kept words all sit ~88 nats below the row's maximum underflow to 0 in
-        # float32: take the exact masked log-sum-exp there (rare).
-        low = sum_kept < torch.finfo(e.dtype).tiny
+        # Rows whose kept words all sit far below the row's maximum: take the exact masked
+        # log-sum-exp there (rare). The cut-off keeps 1 / sum_kept, which backward scales a
+        # gradient by, far from float32 overflow.
+        low = sum_kept < LOW_KEPT_SUM
         if bool(low.any()):
             masked = (u[low] - top[low]).masked_fill(keep == 0, -torch.inf)
             # A cluster without top-level words has no top-level target to score: 0 keeps

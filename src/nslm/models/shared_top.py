@@ -122,7 +122,11 @@ class SharedTopLevel(nn.Module):
         The top-level target is the class tag at class positions (``classes > 0``) and the
         word at word positions; a word outside V_top, or a class without a tag, gets −inf.
         """
-        head_logits = self._head_logits(h)
+        # Shifted by the row maximum (a constant per row, so no gradient is lost by detaching
+        # it): log-probabilities near 0 keep their float32 precision, as in log_softmax.
+        logits = self._head_logits(h)
+        shift = logits.amax(dim=1, keepdim=True).detach()
+        head_logits = logits - shift
         log_z = torch.logsumexp(head_logits, dim=1, keepdim=True)  # Eq. 2's head normaliser
         # Everything the head level gives, in one gather (so backward keeps one buffer, not
         # one per index op): the target's column (its word, or its tail cluster) and the
@@ -133,7 +137,7 @@ class SharedTopLevel(nn.Module):
         )
         picked = head_logits.gather(1, columns) - log_z
         word = picked[:, 0]  # log P_NNLM of the word, or of the target's tail cluster
-        tags = self._tag_logits(h) - log_z  # t_c − log Σ_{v ∈ V} exp s_v: the NNLM's scale
+        tags = self._tag_logits(h) - (log_z + shift)  # t_c − log Σ_{v ∈ V} exp s_v
 
         def exact(rows: Tensor) -> Tensor:
             kept = (head_logits[rows] - log_z[rows]).masked_fill(~self.head_keep, -torch.inf)
