@@ -14,10 +14,11 @@ softmax over its V_top members only:
 
     log P_top(w | h) = z_k − log Z_top + u_w − log Σ_{v ∈ k ∩ V_top} exp u_v
 
-One exponentiation of the logits gives both heads' sums (a product with a two-column 0/1
-mask), and the tail cluster a row needs is the same for both, so scoring the NSLM's
-P(c | h) next to the NNLM costs a few extra rows instead of a second output layer: the
-evaluation cost target of SPEC §9.
+At the head level the top level's normaliser is the NNLM's minus the few class-only
+columns (one gather, ``_log_kept_mass``); in a tail cluster both normalisers come from one
+exponentiation (:mod:`nslm.models.cluster_scores`). So scoring the NSLM's P(c | h) next to
+the NNLM costs a few extra rows instead of a second output layer: the evaluation cost
+target of SPEC §9.
 """
 
 from __future__ import annotations
@@ -95,9 +96,8 @@ class SharedTopLevel(nn.Module):
         head_column = torch.arange(v)
         for k, (lo, hi) in enumerate(bounds):
             head_column[lo:hi] = self.shortlist + k
-        self.register_buffer("head_column", head_column, persistent=False)
-        for k, (lo, hi) in enumerate(bounds):
             self._register_block(f"tail{k}", allowed[lo:hi])
+        self.register_buffer("head_column", head_column, persistent=False)
 
     def _register_block(self, name: str, keep: Tensor) -> None:
         self.register_buffer(f"{name}_keep", keep, persistent=False)
