@@ -3,11 +3,12 @@
     python benchmarks/train_throughput.py [--minutes 10]
 
 Runs ``nslm train configs/baseline-classic.toml`` (2×200 LSTM, full softmax, one NNLM head,
-SGD lr 20, batch 20×35) and ``nslm train configs/wt2-cpu.toml`` (the default, training the
-NNLM and HNLM heads together) one after the other in this one run, each with the same
-wall-time budget (``--set max_minutes=…``, validation included), on WikiText-2. Each run
-then scores the full validation split with its best weights. Tokens/s counts the training
-steps only. Writes benchmarks/results/train_throughput.json.
+SGD lr 20, batch 20×35, one process with 2 threads) and ``nslm train configs/wt2-cpu.toml``
+(the default, training the NNLM and HNLM heads together; its ``processes = 2`` makes nslm
+start 2 single-thread DDP processes with torchrun) one after the other in this one run,
+each with the same wall-time budget (``--set max_minutes=…``, validation included), on
+WikiText-2. Each run then scores the full validation split with its best weights.
+Tokens/s counts the training steps only. Writes benchmarks/results/train_throughput.json.
 """
 
 from __future__ import annotations

@@ -85,3 +85,22 @@ def test_cli_bad_config_exits_2_with_one_line(
     assert not run_dir.exists()  # nothing half-written
     assert main(["train", str(tmp_path / "missing.toml")]) == 2
     assert main(["eval", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (["processes=0"], "'processes' must be at least 1"),
+        (["processes=3"], "'batch_size' must be divisible by 'processes'"),
+        (["sparse_embedding=true", "model='awd'"], "'sparse_embedding' needs model = 'lstm'"),
+        (["sparse_embedding=true", "weight_decay=0.1"], "needs weight_decay = 0"),
+        (["sparse_embedding=true", "optimizer='adamw'"], "needs optimizer 'adam'"),
+        (["sparse_embedding=true", "optimizer='sgd'", "momentum=0.9"], "without momentum"),
+    ],
+)
+def test_processes_and_sparse_embedding_are_checked(sets: list[str], message: str) -> None:
+    with pytest.raises(NslmError, match=message):
+        load_config(CONFIGS / "tiny.toml", sets)
+    # The shipped default uses both; batch_size counts the streams of all processes.
+    cfg = load_config(CONFIGS / "wt2-cpu.toml")
+    assert cfg.sparse_embedding and cfg.processes == 2 and cfg.batch_size % cfg.processes == 0

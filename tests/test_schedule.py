@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nslm.config import load_config
-from nslm.training.loop import scheduled_lr
+from nslm.training.optim import scheduled_lr
 
 
 def test_cosine_follows_the_time_budget_and_ends_at_zero() -> None:

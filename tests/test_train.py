@@ -134,35 +134,58 @@ def test_resume_after_sigkill_gives_identical_weights(tmp_path: Path) -> None:
         assert torch.equal(a[key], b[key]), key
 
 
+def train_losses(run_dir: Path) -> list[tuple[int, float, float]]:
+    recs = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [(r["step"], r["loss_nnlm"], r["loss_hnlm"]) for r in recs if "loss_nnlm" in r]
+
+
+def assert_same_training(ddp_dir: Path, one_dir: Path) -> None:
+    """Same weights and same logged losses, step for step (no dropout, same 8 streams)."""
+    a, b = final_weights(ddp_dir), final_weights(one_dir)
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-5, rtol=1e-4), key
+    got, want = train_losses(ddp_dir), train_losses(one_dir)
+    assert [s for s, *_ in got] == [s for s, *_ in want] == [5, 10, 15, 20]
+    assert np.allclose([x[1:] for x in got], [x[1:] for x in want], rtol=1e-5)
+    assert json.loads((ddp_dir / "ckpt-00000020" / "state.json").read_text())["world"] == 2
+
+
+DDP_SETS = ["max_steps=20", "log_every=5", "dropout=0.0", "checkpoint_every=0",
+            "eval_tokens=500", "batch_size=8"]  # fmt: skip
+
+
 @pytest.mark.slow
 def test_ddp_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
-    """2 ranks × 4 streams step in sync and reproduce 1 process × 8 streams (no dropout)."""
-    sets = ["max_steps=20", "log_every=5", "dropout=0.0", "checkpoint_every=0", "eval_tokens=500"]
-    flags = [x for s in sets for x in ("--set", s)]
+    """torchrun with 2 ranks × 4 streams steps in sync and reproduces 1 process × 8 streams."""
+    flags = [x for s in DDP_SETS for x in ("--set", s)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     ddp = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         "-m", "nslm", "train", str(TINY), *flags, "--set", "batch_size=4",
-         "--run-dir", str(tmp_path / "ddp")],
+         "-m", "nslm", "train", str(TINY), *flags, "--run-dir", str(tmp_path / "ddp")],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert ddp.returncode == 0, ddp.stderr[-2000:]
-    single = run_cli("train", str(TINY), *flags, "--set", "batch_size=8",
-                     "--run-dir", str(tmp_path / "one"))  # fmt: skip
+    single = run_cli("train", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
     assert single.wait(timeout=300) == 0
-    a, b = final_weights(tmp_path / "ddp"), final_weights(tmp_path / "one")
-    for key in a:
-        assert torch.allclose(a[key], b[key], atol=1e-5, rtol=1e-4), key
+    assert_same_training(tmp_path / "ddp", tmp_path / "one")
 
-    def losses(run: str) -> list[tuple[int, float, float]]:
-        lines = (tmp_path / run / "metrics.jsonl").read_text().splitlines()
-        recs = [json.loads(x) for x in lines]
-        return [(r["step"], r["loss_nnlm"], r["loss_hnlm"]) for r in recs if "loss_nnlm" in r]
 
-    got, want = losses("ddp"), losses("one")
-    assert [s for s, *_ in got] == [s for s, *_ in want] == [5, 10, 15, 20]
-    assert np.allclose([x[1:] for x in got], [x[1:] for x in want], rtol=1e-5)
-    assert json.loads((tmp_path / "ddp" / "ckpt-00000020" / "state.json").read_text())["world"] == 2
+@pytest.mark.slow
+def test_processes_key_launches_ddp_with_sparse_embedding_gradients(tmp_path: Path) -> None:
+    """``processes = 2`` makes ``nslm train`` start torchrun itself; the ranks all-reduce
+    sparse embedding gradients, and lazy Adam on them gives what one process gives."""
+    sets = [*DDP_SETS, "sparse_embedding=true"]
+    flags = [x for s in sets for x in ("--set", s)]
+    ddp = run_cli("train", str(TINY), *flags, "--set", "processes=2",
+                  "--run-dir", str(tmp_path / "ddp"))  # fmt: skip
+    out, err = ddp.communicate(timeout=300)
+    assert ddp.returncode == 0, err[-2000:]
+    assert json.loads(out)["steps"] == 20  # rank 0's results, printed once
+    single = run_cli("train", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
+    assert single.wait(timeout=300) == 0
+    assert_same_training(tmp_path / "ddp", tmp_path / "one")
+    # The run records its process count, so `nslm train --resume` relaunches as many.
+    assert json.loads((tmp_path / "ddp" / "config.json").read_text())["processes"] == 2
 
 
 @pytest.mark.parametrize(

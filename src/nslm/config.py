@@ -64,7 +64,7 @@ class TrainConfig:
     lr_decay: float = 4.0  # plateau: divide the lr by this when validation stalls
     warmup_steps: int = 0
     clip: float = 0.25
-    batch_size: int = 64
+    batch_size: int = 64  # streams in all; each of N processes takes batch_size / N
     bptt: int = 35
     epochs: int = 40
     max_steps: int = 0  # 0 = no limit; a limit on optimizer steps (tests)
@@ -75,7 +75,13 @@ class TrainConfig:
     eval_tokens: int = 0  # 0 = whole validation split at each evaluation
     # speed and reproducibility
     seed: int = 1
-    threads: int = 0  # 0 = leave torch's default
+    threads: int = 0  # 0 = leave torch's default; per process
+    # >1: ``nslm train`` starts itself under torchrun with this many DDP processes (one
+    # machine); under a torchrun the user started, torchrun's own count wins
+    processes: int = 1
+    # the input embedding's gradient as sparse rows (lazy Adam on it): what makes a second
+    # process pay on CPU, since gloo then all-reduces a batch's rows, not the whole table
+    sparse_embedding: bool = False
     bf16: bool = False  # bfloat16 autocast on CPU
     compile: bool = False  # torch.compile the backbone
     checkpoint_every: int = 500  # steps between resumable checkpoints (0 = epoch ends only)
@@ -179,8 +185,24 @@ def validate(cfg: TrainConfig) -> None:
     class_rules_of(cfg)  # a bad NAME=REGEX or a built-in name fails here, before any work
     if cfg.grounded and cfg.model not in ("lstm", "awd"):
         raise NslmError("config key 'grounded' needs model = 'lstm' or 'awd'")
+    if cfg.processes < 1:
+        raise NslmError("config key 'processes' must be at least 1")
+    if cfg.batch_size % cfg.processes:
+        raise NslmError("config key 'batch_size' must be divisible by 'processes'")
+    if cfg.sparse_embedding:
+        _check_sparse_embedding(cfg)
     if cfg.model == "transformer" and cfg.hidden_size % cfg.n_heads:
         raise NslmError("transformer: hidden_size must be divisible by n_heads")
+
+
+def _check_sparse_embedding(cfg: TrainConfig) -> None:
+    if cfg.model != "lstm":
+        raise NslmError("config key 'sparse_embedding' needs model = 'lstm'")
+    if cfg.weight_decay:
+        raise NslmError("config key 'sparse_embedding' needs weight_decay = 0")
+    if cfg.optimizer == "adamw" or (cfg.optimizer == "sgd" and cfg.momentum):
+        raise NslmError("config key 'sparse_embedding' needs optimizer 'adam', or 'sgd' "
+                        "without momentum")  # fmt: skip
 
 
 def class_rules_of(cfg: TrainConfig) -> tuple:

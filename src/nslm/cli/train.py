@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -29,14 +30,47 @@ def _ensure_passive_openmp() -> None:
     if "OMP_WAIT_POLICY" in os.environ:
         return
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    if "torch" in sys.modules and _is_own_entry_point():
+        os.execv(sys.executable, [sys.executable, "-m", "nslm", *sys.argv[1:]])
+
+
+def _is_own_entry_point() -> bool:
+    """Whether this process *is* nslm (python -m nslm, or the nslm script), not another
+    program such as ``python -m pytest`` that calls the CLI."""
     import nslm
 
-    # Only when this process *is* nslm (python -m nslm, or the nslm script), never when the
-    # CLI is called from another program such as ``python -m pytest``.
     entry = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else Path()
     own_main = Path(nslm.__file__).resolve().parent / "__main__.py"
-    if "torch" in sys.modules and (entry == own_main or entry.name == "nslm"):
-        os.execv(sys.executable, [sys.executable, "-m", "nslm", *sys.argv[1:]])
+    return entry == own_main or entry.name == "nslm"
+
+
+def _launch_processes(cfg: Any, args: list[str]) -> bool:
+    """Run ``nslm train ARGS`` under torchrun when ``cfg.processes`` > 1; False if not.
+
+    torchrun's own launcher (``python -m torch.distributed.run --standalone``) starts the
+    DDP processes on this machine; each reads the same ARGS. The corpus is prepared here
+    first, so that a missing or bad corpus is a one-line error and the ranks only read the
+    cache. As the nslm command itself, this process becomes torchrun (same pid, so a
+    signal reaches torchrun, which passes it on); called from Python, it waits for it.
+    """
+    if cfg.processes <= 1 or "WORLD_SIZE" in os.environ:
+        return False
+    from nslm.training.loop import load_corpus
+
+    load_corpus(cfg)
+    # One OpenMP pool of cfg.threads per process (torchrun would otherwise warn and use 1).
+    os.environ.setdefault("OMP_NUM_THREADS", str(cfg.threads or 1))
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone",
+        f"--nproc-per-node={cfg.processes}", "-m", "nslm", "train", *args,
+    ]  # fmt: skip
+    if _is_own_entry_point():
+        sys.stdout.flush()
+        os.execv(sys.executable, command)
+    code = subprocess.run(command, check=False).returncode
+    if code:
+        raise NslmError(f"the {cfg.processes} training processes failed (torchrun exit {code})")
+    return True
 
 
 @click.command("train")
@@ -70,7 +104,7 @@ def train_command(
 ) -> None:
     """Train an LSTM backbone with NNLM and HNLM heads (SPEC §3); resumable, torchrun-ready."""
     _ensure_passive_openmp()
-    from nslm.config import load_config
+    from nslm.config import config_from_json, load_config
     from nslm.training.loop import train
 
     if resume_dir is not None:
@@ -80,6 +114,11 @@ def train_command(
             )
         cfg = None
         target = resume_dir
+        saved = resume_dir / "config.json"
+        if saved.is_file() and _launch_processes(
+            config_from_json(saved.read_text(encoding="utf-8")), ["--resume", str(resume_dir)]
+        ):
+            return
     else:
         if config is None:
             raise NslmError("give a CONFIG file (see configs/) or --resume RUN_DIR")
@@ -94,6 +133,14 @@ def train_command(
                 raise NslmError("under torchrun, give --run-dir so every rank uses the same one")
             run_dir = Path("runs") / f"{config.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
         target = run_dir
+        if (run_dir / "latest.json").exists():
+            raise NslmError(f"{run_dir} already holds a run; use --resume or a new dir")
+        args = [str(config), *(x for o in overrides for x in ("--set", o))]
+        args += ["--run-dir", str(run_dir)]
+        if init_vectors is not None:
+            args += ["--init-vectors", str(init_vectors)]
+        if _launch_processes(cfg, args):
+            return
     results = train(cfg, target, resume=resume_dir is not None)  # type: ignore[arg-type]
     if results and int(os.environ.get("RANK", "0")) == 0:
         click.echo(json.dumps({"run_dir": str(target), **results}, indent=1))

@@ -76,9 +76,11 @@ class GroundedEmbedding(nn.Module):
     act on the learnt part only; ``embedding_dim`` is the full width the LSTM reads.
     """
 
-    def __init__(self, vocab_size: int, emb_size: int, n_fixed: int = len(GROUND_DIMS)) -> None:
+    def __init__(
+        self, vocab_size: int, emb_size: int, n_fixed: int = len(GROUND_DIMS), sparse: bool = False
+    ) -> None:
         super().__init__()
-        self.trainable = nn.Embedding(vocab_size, emb_size)
+        self.trainable = nn.Embedding(vocab_size, emb_size, sparse=sparse)
         # Persistent: saved with the weights, so a loaded run needs no corpus to rebuild it.
         self.register_buffer("fixed", torch.zeros(vocab_size, n_fixed))
         self.embedding_dim = emb_size + n_fixed
@@ -101,11 +103,14 @@ class GroundedEmbedding(nn.Module):
         return torch.cat([self.trainable(x), self.fixed[x]], dim=-1)
 
 
-def make_embedding(vocab_size: int, emb_size: int, grounded: bool) -> nn.Module:
-    """The input embedding of the LSTM backbones: plain, or grounded (see module doc)."""
-    return (
-        GroundedEmbedding(vocab_size, emb_size) if grounded else nn.Embedding(vocab_size, emb_size)
-    )
+def make_embedding(
+    vocab_size: int, emb_size: int, grounded: bool, sparse: bool = False
+) -> nn.Module:
+    """The input embedding of the LSTM backbones: plain, or grounded (see module doc);
+    ``sparse``: its gradient holds only the rows a batch used (training/optim.py)."""
+    if grounded:
+        return GroundedEmbedding(vocab_size, emb_size, sparse=sparse)
+    return nn.Embedding(vocab_size, emb_size, sparse=sparse)
 
 
 def input_width(emb_size: int, grounded: bool) -> int:

@@ -20,6 +20,7 @@ def build_backbone(cfg: TrainConfig, vocab_size: int) -> nn.Module:
         return LSTMBackbone(
             vocab_size, cfg.emb_size, cfg.hidden_size, cfg.num_layers, cfg.dropout,
             locked=cfg.locked_dropout, grounded=cfg.grounded,
+            sparse_embedding=cfg.sparse_embedding,
         )  # fmt: skip
     if cfg.model == "awd":
         from nslm.models.awd import AWDBackbone

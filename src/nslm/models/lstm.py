@@ -40,10 +40,11 @@ class LSTMBackbone(nn.Module):
         dropout: float,
         locked: bool = False,
         grounded: bool = False,
+        sparse_embedding: bool = False,
     ) -> None:
         super().__init__()
         # grounded: fixed value/coordinate dimensions after the learnt ones (paper Table 6)
-        self.embed = make_embedding(vocab_size, emb_size, grounded)
+        self.embed = make_embedding(vocab_size, emb_size, grounded, sparse_embedding)
         emb_size = input_width(emb_size, grounded)
         self.p = dropout
         self.locked = locked

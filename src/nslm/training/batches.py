@@ -10,8 +10,9 @@ entry, so every position of the split except 0 is a target exactly once: trainin
 the data and evaluation scores every position once.
 
 Streams are padded to a common length; padded entries have position −1 and are masked out
-of the loss. Under DistributedDataParallel, ``world × batch`` streams are built and rank r
-takes its own ``batch`` of them, so ranks read disjoint parts of the corpus in lock step.
+of the loss. Under DistributedDataParallel, ``batch`` streams are built and each of the
+``world`` ranks takes its own ``batch / world`` of them, so ranks read disjoint parts of the
+corpus in lock step and N processes train on the same streams as one.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ import json
 import math
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from nslm.training import distributed as dd
 from nslm.training.batches import make_streams
 from nslm.training.embeddings import INIT_VECTORS_FILE, describe, prepare_embeddings
 from nslm.training.memory import keep_freed_memory
+from nslm.training.optim import build_optimizer, clip_grad_norm, scheduled_lr
 from nslm.training.progress import Progress
 
 
@@ -31,34 +34,6 @@ def load_corpus(cfg: TrainConfig):
     from nslm.data import prepare_corpus
 
     return prepare_corpus(cfg.corpus, cfg.classes, class_rules=class_rules_of(cfg))
-
-
-def build_optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
-    params = [p for p in model.parameters() if p.requires_grad]
-    if cfg.optimizer == "sgd":
-        return torch.optim.SGD(
-            params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
-        )
-    if cfg.optimizer == "adam":
-        # fused: one kernel over all parameters; a large share of a CPU step otherwise.
-        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
-    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
-
-
-def scheduled_lr(cfg: TrainConfig, base: float, step: int, total: int, elapsed: float) -> float:
-    """The lr for ``step``: linear warm-up, then constant, plateau-held or cosine.
-
-    With a wall-time budget (``max_minutes``) the cosine follows the budget, so the rate
-    reaches zero when time runs out, whichever comes first of time and steps.
-    """
-    if cfg.warmup_steps and step < cfg.warmup_steps:
-        return base * (step + 1) / cfg.warmup_steps
-    if cfg.lr_schedule != "cosine":
-        return base
-    progress = step / max(total, 1)
-    if cfg.max_minutes > 0:
-        progress = max(progress, elapsed / (cfg.max_minutes * 60))
-    return 0.5 * base * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
 class Trainer:
@@ -91,11 +66,14 @@ class Trainer:
         self.optimizer = build_optimizer(cfg, self.model)
         train = self.corpus.train
         n = cfg.train_tokens or len(train)
+        if cfg.batch_size % self.world:
+            raise NslmError(f"batch_size {cfg.batch_size} is not divisible by {self.world} ranks")
         all_streams = make_streams(
             train.token_ids[:n], train.class_ids[:n].astype(np.int64),
-            train.article_ids[:n], cfg.batch_size * self.world,
+            train.article_ids[:n], cfg.batch_size,
         )  # fmt: skip
-        self.streams = all_streams.take(self.rank * cfg.batch_size, cfg.batch_size)
+        per_rank = cfg.batch_size // self.world
+        self.streams = all_streams.take(self.rank * per_rank, per_rank)
         self.n_batches = self.streams.n_batches(cfg.bptt)
         self.state: dict[str, Any] = {
             "epoch": 0, "batch": 0, "step": 0, "lr": cfg.lr, "best": math.inf,
@@ -187,17 +165,29 @@ class Trainer:
 
     # -- evaluation ------------------------------------------------------------------------
 
+    @contextmanager
+    def _all_threads(self) -> Iterator[None]:
+        """Rank 0 evaluates alone while the other ranks wait, blocked in gloo rather than
+        spinning: it borrows their threads meanwhile."""
+        threads = torch.get_num_threads()
+        torch.set_num_threads(threads * self.world)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
+
     def validate(self) -> dict[str, float]:
         """Validation perplexity per head, computed on rank 0 and shared with all ranks."""
         cfg = self.cfg
         values = [math.nan] * len(cfg.heads)
         if self.rank == 0:
             valid = self.corpus.valid
-            scores = score_arrays(
-                self.model, valid.token_ids, valid.class_ids, valid.article_ids,
-                batch_size=cfg.eval_batch_size, bptt=cfg.bptt,
-                max_tokens=cfg.valid_tokens or cfg.eval_tokens, bf16=cfg.bf16,
-            )  # fmt: skip
+            with self._all_threads():
+                scores = score_arrays(
+                    self.model, valid.token_ids, valid.class_ids, valid.article_ids,
+                    batch_size=cfg.eval_batch_size, bptt=cfg.bptt,
+                    max_tokens=cfg.valid_tokens or cfg.eval_tokens, bf16=cfg.bf16,
+                )  # fmt: skip
             values = [scores.perplexity(h) for h in cfg.heads]
         values = dd.broadcast_floats(values)
         return dict(zip(cfg.heads, values, strict=True))
@@ -212,7 +202,7 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if self.cfg.clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip)
+            clip_grad_norm(list(self.model.parameters()), self.cfg.clip)
         self.optimizer.step()
         # TBPTT: carry the state into the next window without its history.
         self.hidden = None if hidden is None else tuple(t.detach() for t in hidden)
@@ -322,15 +312,16 @@ class Trainer:
         ck.load_model_tensors(self.model, best)
         results: dict[str, Any] = {"steps": st["step"], "epochs": st["epoch"]}
         if self.rank == 0:
-            for split in ("valid", "test"):
-                data = self.corpus.splits[split]
-                scores = score_arrays(
-                    self.model, data.token_ids, data.class_ids, data.article_ids,
-                    batch_size=cfg.eval_batch_size, bptt=cfg.bptt, bf16=cfg.bf16,
-                    max_tokens=cfg.valid_tokens if split == "valid" else cfg.eval_tokens,
-                )  # fmt: skip
-                for h in cfg.heads:
-                    results[f"{split}_ppl_{h}"] = scores.perplexity(h)
+            with self._all_threads():
+                for split in ("valid", "test"):
+                    data = self.corpus.splits[split]
+                    scores = score_arrays(
+                        self.model, data.token_ids, data.class_ids, data.article_ids,
+                        batch_size=cfg.eval_batch_size, bptt=cfg.bptt, bf16=cfg.bf16,
+                        max_tokens=cfg.valid_tokens if split == "valid" else cfg.eval_tokens,
+                    )  # fmt: skip
+                    for h in cfg.heads:
+                        results[f"{split}_ppl_{h}"] = scores.perplexity(h)
             results["train_minutes"] = st["elapsed"] / 60
             results["train_tokens"] = st["tokens"]
             # Throughput of the optimisation steps alone (validation excluded).
