@@ -39,7 +39,9 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=Path("runs"))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    common = [f"max_minutes={args.minutes}", "threads=1", "progress=false", "checkpoint_every=0"]
+    # The two runs train side by side, one core each: one single-thread process per run.
+    common = [f"max_minutes={args.minutes}", "threads=1", "processes=1", "progress=false",
+              "checkpoint_every=0"]  # fmt: skip
     runs = {"plain": args.runs / "table6-plain", "grounded": args.runs / "table6-grounded"}
     commands = {}
     for name, run in runs.items():

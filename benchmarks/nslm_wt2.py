@@ -21,7 +21,7 @@ from pathlib import Path
 
 from machine import machine_info, today
 from nslm.atomic import write_json_atomic
-from nslm.config import class_rules_of, load_config
+from nslm.config import class_rules_of, load_config, total_threads
 from nslm.data import prepare_corpus
 from nslm.evaluation.ngram_columns import column_names, ngram_source
 from nslm.evaluation.nslm_eval import score_nslm, time_eval, use_threads
@@ -69,7 +69,7 @@ def main() -> None:
         out["train_seconds"] = time.perf_counter() - t0
         out["trained_here"] = True
     loaded = load_run(run_dir)
-    use_threads(args.threads or loaded.cfg.threads)
+    use_threads(args.threads or total_threads(loaded.cfg))
     out["run"] = str(run_dir)
     out["config"] = loaded.cfg.to_json()
 

@@ -135,29 +135,45 @@ def test_resume_after_sigkill_gives_identical_weights(tmp_path: Path) -> None:
 
 
 def train_losses(run_dir: Path) -> list[tuple[int, float, float]]:
+    """Logged (step, NNLM loss, HNLM loss); after a resume a step's last line counts."""
     recs = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return [(r["step"], r["loss_nnlm"], r["loss_hnlm"]) for r in recs if "loss_nnlm" in r]
+    by_step = {r["step"]: (r["step"], r["loss_nnlm"], r["loss_hnlm"]) for r in recs
+               if "loss_nnlm" in r}  # fmt: skip
+    return [by_step[k] for k in sorted(by_step)]
 
 
-def assert_same_training(ddp_dir: Path, one_dir: Path) -> None:
+def assert_same_training(ddp_dir: Path, one_dir: Path, steps: int) -> None:
     """Same weights and same logged losses, step for step (no dropout, same 8 streams)."""
     a, b = final_weights(ddp_dir), final_weights(one_dir)
     for key in a:
         assert torch.allclose(a[key], b[key], atol=1e-5, rtol=1e-4), key
     got, want = train_losses(ddp_dir), train_losses(one_dir)
-    assert [s for s, *_ in got] == [s for s, *_ in want] == [5, 10, 15, 20]
+    assert [s for s, *_ in got] == [s for s, *_ in want] == list(range(5, steps + 1, 5))
     assert np.allclose([x[1:] for x in got], [x[1:] for x in want], rtol=1e-5)
-    assert json.loads((ddp_dir / "ckpt-00000020" / "state.json").read_text())["world"] == 2
+    pointer = json.loads((ddp_dir / "latest.json").read_text())
+    assert json.loads((ddp_dir / pointer["checkpoint"] / "state.json").read_text())["world"] == 2
 
 
-DDP_SETS = ["max_steps=20", "log_every=5", "dropout=0.0", "checkpoint_every=0",
-            "eval_tokens=500", "batch_size=8"]  # fmt: skip
+def rank_pids(run_dir: Path) -> list[int]:
+    """Processes whose command line names ``run_dir`` (the torchrun ranks of that run)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(run_dir).encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+DDP_SETS = ["log_every=5", "dropout=0.0", "eval_tokens=500", "batch_size=8"]
 
 
 @pytest.mark.slow
 def test_ddp_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
     """torchrun with 2 ranks × 4 streams steps in sync and reproduces 1 process × 8 streams."""
-    flags = [x for s in DDP_SETS for x in ("--set", s)]
+    sets = [*DDP_SETS, "max_steps=20", "checkpoint_every=0"]
+    flags = [x for s in sets for x in ("--set", s)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     ddp = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
@@ -167,25 +183,45 @@ def test_ddp_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
     assert ddp.returncode == 0, ddp.stderr[-2000:]
     single = run_cli("train", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
     assert single.wait(timeout=300) == 0
-    assert_same_training(tmp_path / "ddp", tmp_path / "one")
+    assert_same_training(tmp_path / "ddp", tmp_path / "one", 20)
 
 
 @pytest.mark.slow
-def test_processes_key_launches_ddp_with_sparse_embedding_gradients(tmp_path: Path) -> None:
-    """``processes = 2`` makes ``nslm train`` start torchrun itself; the ranks all-reduce
-    sparse embedding gradients, and lazy Adam on them gives what one process gives."""
-    sets = [*DDP_SETS, "sparse_embedding=true"]
+def test_processes_key_launches_ddp_that_dies_with_it_and_resumes(tmp_path: Path) -> None:
+    """``processes = 2`` makes ``nslm train`` become torchrun with 2 ranks that all-reduce
+    sparse embedding gradients. SIGKILL of that one pid takes the ranks with it; ``--resume``
+    relaunches 2 ranks, and the result is what one uninterrupted process gives."""
+    sets = [*DDP_SETS, "max_steps=60", "checkpoint_every=10", "sparse_embedding=true"]
     flags = [x for s in sets for x in ("--set", s)]
-    ddp = run_cli("train", str(TINY), *flags, "--set", "processes=2",
-                  "--run-dir", str(tmp_path / "ddp"))  # fmt: skip
-    out, err = ddp.communicate(timeout=300)
-    assert ddp.returncode == 0, err[-2000:]
-    assert json.loads(out)["steps"] == 20  # rank 0's results, printed once
     single = run_cli("train", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
+    killed = tmp_path / "ddp"
+    victim = run_cli("train", str(TINY), *flags, "--set", "processes=2", "--run-dir", str(killed))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        pointer = killed / "latest.json"
+        if pointer.is_file() and json.loads(pointer.read_text())["step"] >= 20:
+            break
+        time.sleep(0.02)
+    assert victim.poll() is None, "the run ended before it could be killed"
+    ranks = [pid for pid in rank_pids(killed) if pid != victim.pid]
+    assert len(ranks) == 2, ranks
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in ranks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not rank_pids(killed), "ranks outlived the killed launcher"
+    assert not (killed / "results.json").exists()
+    resumed = run_cli("train", "--resume", str(killed))
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err[-2000:]
+    assert json.loads(out)["steps"] == 60  # rank 0's results, printed once
     assert single.wait(timeout=300) == 0
-    assert_same_training(tmp_path / "ddp", tmp_path / "one")
-    # The run records its process count, so `nslm train --resume` relaunches as many.
-    assert json.loads((tmp_path / "ddp" / "config.json").read_text())["processes"] == 2
+    assert_same_training(killed, tmp_path / "one", 60)
+    # The embedding's rows went to SparseAdam: its own param group, an integer step count.
+    pointer = json.loads((killed / "latest.json").read_text())
+    optim = json.loads((killed / pointer["checkpoint"] / "optim.json").read_text())
+    assert len(optim["param_groups"]) == 2 and isinstance(optim["scalars"]["0"]["step"], int)
 
 
 @pytest.mark.parametrize(

@@ -75,7 +75,7 @@ class TrainConfig:
     eval_tokens: int = 0  # 0 = whole validation split at each evaluation
     # speed and reproducibility
     seed: int = 1
-    threads: int = 0  # 0 = leave torch's default; per process
+    threads: int = 0  # per process; 0 = torch's default (1 under a DDP launch)
     # >1: ``nslm train`` starts itself under torchrun with this many DDP processes (one
     # machine); under a torchrun the user started, torchrun's own count wins
     processes: int = 1
@@ -203,6 +203,12 @@ def _check_sparse_embedding(cfg: TrainConfig) -> None:
     if cfg.optimizer == "adamw" or (cfg.optimizer == "sgd" and cfg.momentum):
         raise NslmError("config key 'sparse_embedding' needs optimizer 'adam', or 'sgd' "
                         "without momentum")  # fmt: skip
+
+
+def total_threads(cfg: TrainConfig) -> int:
+    """The threads a run's training used on all its processes (0 = torch's default): what
+    one process evaluating it may use."""
+    return cfg.threads * cfg.processes
 
 
 def class_rules_of(cfg: TrainConfig) -> tuple:

@@ -100,6 +100,7 @@ def _generate_nslm(
     run: Path, prompt: str, max_tokens: int, sampler: Sampler, show_classes: bool
 ) -> list[str]:
     """The NSLM (Eq. 4) continuation; the prompt is prepared as `nslm predict` prepares it."""
+    from nslm.config import total_threads
     from nslm.data.vocab import EOS
     from nslm.evaluation.nslm_eval import use_threads
     from nslm.generation.nslm_sampling import generate_nslm
@@ -109,7 +110,7 @@ def _generate_nslm(
     if not (run / "micro.json").is_file():  # before the (slow) corpus load
         raise NslmError(f"no {run / 'micro.json'}: run 'nslm fit-micro {run}' first")
     loaded = load_run(run)
-    use_threads(loaded.cfg.threads)
+    use_threads(total_threads(loaded.cfg))
     micro = load_run_micro(loaded)
     itos, names = loaded.corpus.vocab.itos, loaded.corpus.class_names
     out = []

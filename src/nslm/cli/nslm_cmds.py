@@ -110,6 +110,7 @@ def eval_tables(
 
     ``extra``: factories that build a column source (a 5-gram, a cache, …) for the loaded run.
     """
+    from nslm.config import total_threads
     from nslm.evaluation.nslm_eval import use_threads
     from nslm.evaluation.report import evaluate_run, finite_or_none, render
     from nslm.models.load import load_run
@@ -117,7 +118,7 @@ def eval_tables(
     from nslm.training.checkpoint import write_json_atomic
 
     loaded = load_run(run)
-    use_threads(loaded.cfg.threads)
+    use_threads(total_threads(loaded.cfg))
     micro = load_run_micro(loaded)
     sources = [make(loaded) for make in extra]
     results = {}
@@ -152,13 +153,14 @@ def eval_tables(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict_command(run: Path, prompt: str, k: int, lam: float | None, as_json: bool) -> None:
     """Top-k next tokens of PROMPT under the NNLM and the NSLM, with P(class) × P_MM."""
+    from nslm.config import total_threads
     from nslm.evaluation.nslm_eval import use_threads
     from nslm.models.load import load_run
     from nslm.predict import predict, render
     from nslm.run_micro import load_run_micro
 
     loaded = load_run(run)
-    use_threads(loaded.cfg.threads)
+    use_threads(total_threads(loaded.cfg))
     micro = load_run_micro(loaded)
     if lam is None:
         lam = _saved_lambda(run)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -44,33 +45,57 @@ def _is_own_entry_point() -> bool:
     return entry == own_main or entry.name == "nslm"
 
 
-def _launch_processes(cfg: Any, args: list[str]) -> bool:
-    """Run ``nslm train ARGS`` under torchrun when ``cfg.processes`` > 1; False if not.
+def _launch_processes(cfg: Any, processes: int, args: list[str]) -> bool:
+    """Run ``nslm train ARGS`` as ``processes`` DDP ranks under torchrun; False if there is
+    nothing to launch (one process, or already a rank of a torchrun).
 
     torchrun's own launcher (``python -m torch.distributed.run --standalone``) starts the
-    DDP processes on this machine; each reads the same ARGS. The corpus is prepared here
-    first, so that a missing or bad corpus is a one-line error and the ranks only read the
-    cache. As the nslm command itself, this process becomes torchrun (same pid, so a
-    signal reaches torchrun, which passes it on); called from Python, it waits for it.
+    ranks on this machine; each reads the same ARGS. The corpus is prepared here first, so
+    that a missing or bad corpus is a one-line error and the ranks only read the cache. As
+    the nslm command itself, this process becomes torchrun (same pid, so a signal reaches
+    torchrun, and the ranks die with it: training/distributed.py); called from Python, it
+    waits for torchrun and passes an interrupt on.
     """
-    if cfg.processes <= 1 or "WORLD_SIZE" in os.environ:
+    if processes <= 1 or "WORLD_SIZE" in os.environ:
         return False
     from nslm.training.loop import load_corpus
 
     load_corpus(cfg)
-    # One OpenMP pool of cfg.threads per process (torchrun would otherwise warn and use 1).
-    os.environ.setdefault("OMP_NUM_THREADS", str(cfg.threads or 1))
+    # One OpenMP pool of cfg.threads per rank (torchrun would otherwise warn and use 1).
+    env = {**os.environ, "OMP_NUM_THREADS": str(cfg.threads or 1)}
     command = [
         sys.executable, "-m", "torch.distributed.run", "--standalone",
-        f"--nproc-per-node={cfg.processes}", "-m", "nslm", "train", *args,
+        f"--nproc-per-node={processes}", "-m", "nslm", "train", *args,
     ]  # fmt: skip
     if _is_own_entry_point():
         sys.stdout.flush()
-        os.execv(sys.executable, command)
-    code = subprocess.run(command, check=False).returncode
+        os.execve(sys.executable, command, env)
+    launcher = subprocess.Popen(command, env=env)
+    try:
+        code = launcher.wait()
+    except BaseException:
+        launcher.send_signal(signal.SIGINT)  # torchrun stops its ranks, then exits
+        launcher.wait()
+        raise
     if code:
-        raise NslmError(f"the {cfg.processes} training processes failed (torchrun exit {code})")
+        raise NslmError(f"the {processes} training processes failed (torchrun exit {code})")
     return True
+
+
+def _resume_launch(resume_dir: Path) -> bool:
+    """``--resume`` of a DDP run: relaunch as many ranks as its last checkpoint had."""
+    from nslm.config import config_from_json
+    from nslm.training import checkpoint as ck
+
+    saved = resume_dir / "config.json"
+    if not saved.is_file():
+        return False  # the trainer reports what is missing
+    cfg = config_from_json(saved.read_text(encoding="utf-8"))
+    latest = ck.latest_checkpoint(resume_dir)
+    if latest is None:
+        raise NslmError(f"nothing to resume in {resume_dir}: no checkpoint yet")
+    world = int(ck.read_json(latest / "state.json").get("world", 1))
+    return _launch_processes(cfg, world, ["--resume", str(resume_dir)])
 
 
 @click.command("train")
@@ -104,7 +129,7 @@ def train_command(
 ) -> None:
     """Train an LSTM backbone with NNLM and HNLM heads (SPEC §3); resumable, torchrun-ready."""
     _ensure_passive_openmp()
-    from nslm.config import config_from_json, load_config
+    from nslm.config import load_config
     from nslm.training.loop import train
 
     if resume_dir is not None:
@@ -114,10 +139,7 @@ def train_command(
             )
         cfg = None
         target = resume_dir
-        saved = resume_dir / "config.json"
-        if saved.is_file() and _launch_processes(
-            config_from_json(saved.read_text(encoding="utf-8")), ["--resume", str(resume_dir)]
-        ):
+        if _resume_launch(resume_dir):
             return
     else:
         if config is None:
@@ -139,7 +161,7 @@ def train_command(
         args += ["--run-dir", str(run_dir)]
         if init_vectors is not None:
             args += ["--init-vectors", str(init_vectors)]
-        if _launch_processes(cfg, args):
+        if _launch_processes(cfg, cfg.processes, args):
             return
     results = train(cfg, target, resume=resume_dir is not None)  # type: ignore[arg-type]
     if results and int(os.environ.get("RANK", "0")) == 0:

@@ -6,7 +6,11 @@ process and every helper here is a no-op. CPU training uses the gloo backend.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.distributed as dist
@@ -18,9 +22,36 @@ def init_distributed() -> tuple[int, int]:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return 0, 1
+    die_with_launcher()
     if not dist.is_initialized():
         dist.init_process_group(backend="gloo")
     return dist.get_rank(), dist.get_world_size()
+
+
+def die_with_launcher() -> None:
+    """Be killed when the torchrun that started this rank dies, however it dies.
+
+    torchrun starts each rank in a session of its own, so a SIGKILL of ``nslm train`` (which
+    *is* torchrun when it launched the ranks) would leave them training on, and a
+    ``--resume`` would then race them in the same run directory. Linux's parent-death
+    signal closes that gap; elsewhere this does nothing.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return
+    parent = os.getppid()
+    pr_set_pdeathsig = 1
+    if prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) != 0:
+        return
+    if os.getppid() != parent:  # the launcher died before the signal was armed
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def local_world_size() -> int:
+    """Processes of this run on this machine (torchrun's LOCAL_WORLD_SIZE)."""
+    return int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
 
 
 def is_distributed() -> bool:
@@ -38,6 +69,18 @@ def wrap_model(model: nn.Module) -> nn.Module:
     # Adaptive-softmax tail clusters and some within-class rows see no target in a batch;
     # DDP must be told that some parameters may get no gradient in a step.
     return nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+
+
+@contextmanager
+def borrowed_threads() -> Iterator[None]:
+    """For rank 0 evaluating alone: the other ranks of this machine wait blocked in gloo,
+    not spinning, so it may use their threads meanwhile."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads * local_world_size())
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def broadcast_floats(values: list[float], src: int = 0) -> list[float]:

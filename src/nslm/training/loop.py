@@ -7,8 +7,6 @@ import json
 import math
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +46,11 @@ class Trainer:
                 raise NslmError(f"nothing to resume in {self.run_dir}: no config.json")
             cfg = config_from_json(saved.read_text(encoding="utf-8"))
         self.cfg = cfg
-        if cfg.threads > 0:
-            torch.set_num_threads(cfg.threads)
+        # Without a DDP launch (train() called from Python) one process does the work the
+        # config meant for `processes` of them, on the same streams: give it their threads.
+        threads = cfg.threads * (cfg.processes if self.world == 1 else 1)
+        if threads > 0:
+            torch.set_num_threads(threads)
         keep_freed_memory()  # large per-step tensors reuse memory instead of faulting it in
         self.corpus = load_corpus(cfg)
         self.layout = None
@@ -79,6 +80,7 @@ class Trainer:
             "epoch": 0, "batch": 0, "step": 0, "lr": cfg.lr, "best": math.inf,
             "best_epoch": -1, "bad_epochs": 0, "elapsed": 0.0, "done": False,
             "world": self.world, "tokens": 0, "step_seconds": 0.0,
+            "streams_per_rank": per_rank,
         }  # fmt: skip
         self.hidden: Any = None
         if resume:
@@ -140,6 +142,10 @@ class Trainer:
         state = ck.read_json(path / "state.json")
         if state.get("world") != self.world:
             raise NslmError(f"run used {state.get('world')} processes; resume with as many")
+        if self.world > 1 and "streams_per_rank" not in state:
+            # Before streams_per_rank was saved, batch_size counted one rank's streams.
+            raise NslmError("this DDP run was made by an older nslm (batch_size per rank); "
+                            "resume it with that version")  # fmt: skip
         # Checkpoints from before step time was tracked: the wall time bounds it from above.
         state.setdefault("step_seconds", state.get("elapsed", 0.0))
         self.state.update(state)
@@ -165,24 +171,13 @@ class Trainer:
 
     # -- evaluation ------------------------------------------------------------------------
 
-    @contextmanager
-    def _all_threads(self) -> Iterator[None]:
-        """Rank 0 evaluates alone while the other ranks wait, blocked in gloo rather than
-        spinning: it borrows their threads meanwhile."""
-        threads = torch.get_num_threads()
-        torch.set_num_threads(threads * self.world)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(threads)
-
     def validate(self) -> dict[str, float]:
         """Validation perplexity per head, computed on rank 0 and shared with all ranks."""
         cfg = self.cfg
         values = [math.nan] * len(cfg.heads)
         if self.rank == 0:
             valid = self.corpus.valid
-            with self._all_threads():
+            with dd.borrowed_threads():
                 scores = score_arrays(
                     self.model, valid.token_ids, valid.class_ids, valid.article_ids,
                     batch_size=cfg.eval_batch_size, bptt=cfg.bptt,
@@ -312,7 +307,7 @@ class Trainer:
         ck.load_model_tensors(self.model, best)
         results: dict[str, Any] = {"steps": st["step"], "epochs": st["epoch"]}
         if self.rank == 0:
-            with self._all_threads():
+            with dd.borrowed_threads():
                 for split in ("valid", "test"):
                     data = self.corpus.splits[split]
                     scores = score_arrays(
