@@ -108,19 +108,24 @@ def final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
     return load_file(str(run_dir / pointer["checkpoint"] / "model.safetensors"))
 
 
+def wait_for_checkpoint(run_dir: Path, step: int, victim: subprocess.Popen) -> None:
+    """Until ``run_dir`` has a checkpoint at ``step`` or later; the run must still be going."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        pointer = run_dir / "latest.json"
+        if pointer.is_file() and json.loads(pointer.read_text())["step"] >= step:
+            break
+        time.sleep(0.02)
+    assert victim.poll() is None, "the run ended before it could be killed"
+
+
 @pytest.mark.slow
 def test_resume_after_sigkill_gives_identical_weights(tmp_path: Path) -> None:
     sets = ["--set", "max_steps=120", "--set", "checkpoint_every=10", "--set", "eval_tokens=2000"]
     full = run_cli("train", str(TINY), *sets, "--run-dir", str(tmp_path / "full"))
     killed_dir = tmp_path / "killed"
     victim = run_cli("train", str(TINY), *sets, "--run-dir", str(killed_dir))
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        pointer = killed_dir / "latest.json"
-        if pointer.is_file() and json.loads(pointer.read_text())["step"] >= 30:
-            break
-        time.sleep(0.02)
-    assert victim.poll() is None, "the run ended before it could be killed"
+    wait_for_checkpoint(killed_dir, 30, victim)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     killed_at = json.loads((killed_dir / "latest.json").read_text())["step"]
@@ -196,13 +201,7 @@ def test_processes_key_launches_ddp_that_dies_with_it_and_resumes(tmp_path: Path
     single = run_cli("train", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
     killed = tmp_path / "ddp"
     victim = run_cli("train", str(TINY), *flags, "--set", "processes=2", "--run-dir", str(killed))
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        pointer = killed / "latest.json"
-        if pointer.is_file() and json.loads(pointer.read_text())["step"] >= 20:
-            break
-        time.sleep(0.02)
-    assert victim.poll() is None, "the run ended before it could be killed"
+    wait_for_checkpoint(killed, 20, victim)
     ranks = [pid for pid in rank_pids(killed) if pid != victim.pid]
     assert len(ranks) == 2, ranks
     victim.send_signal(signal.SIGKILL)
