@@ -101,6 +101,9 @@ def test_cli_bad_config_exits_2_with_one_line(
 def test_processes_and_sparse_embedding_are_checked(sets: list[str], message: str) -> None:
     with pytest.raises(NslmError, match=message):
         load_config(CONFIGS / "tiny.toml", sets)
-    # The shipped default uses both; batch_size counts the streams of all processes.
+
+
+def test_the_default_trains_on_two_processes_with_sparse_embedding_gradients() -> None:
+    # batch_size counts the streams of all processes.
     cfg = load_config(CONFIGS / "wt2-cpu.toml")
     assert cfg.sparse_embedding and cfg.processes == 2 and cfg.batch_size % cfg.processes == 0

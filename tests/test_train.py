@@ -116,6 +116,8 @@ def wait_for_checkpoint(run_dir: Path, step: int, victim: subprocess.Popen) -> N
         if pointer.is_file() and json.loads(pointer.read_text())["step"] >= step:
             break
         time.sleep(0.02)
+    else:
+        pytest.fail(f"no checkpoint at step {step} within 240 s")
     assert victim.poll() is None, "the run ended before it could be killed"
 
 
@@ -257,3 +259,31 @@ def test_corrupt_or_pickled_weights_are_refused(tiny_run: Path, tmp_path: Path) 
     with pytest.raises(NslmError, match="cannot read weights"):
         load_run(copy)
     assert main(["eval", str(copy)]) == 2
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        (None, "no checkpoint yet"),
+        ({"world": 2, "step": 10}, "made by an older nslm"),
+    ],
+    ids=["no-checkpoint", "old-per-rank-batch"],
+)
+def test_ddp_resume_errors_are_one_line_before_any_launch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], state: dict | None, message: str
+) -> None:
+    """Resuming a `processes = 2` run that cannot be resumed fails in the launching process,
+    with one line and exit 2, instead of inside torchrun's ranks."""
+    from nslm.config import load_config as load
+    from nslm.training import checkpoint as ck
+
+    run = tmp_path / "run"
+    run.mkdir()
+    ck.write_json_atomic(run / "config.json", load(TINY, ["processes=2"]).to_json())
+    if state is not None:
+        (run / "ckpt-00000010").mkdir()
+        ck.write_json_atomic(run / "ckpt-00000010" / "state.json", state)
+        ck.write_json_atomic(run / "latest.json", {"checkpoint": "ckpt-00000010", "step": 10})
+    assert main(["train", "--resume", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]

@@ -94,7 +94,11 @@ def _resume_launch(resume_dir: Path) -> bool:
     latest = ck.latest_checkpoint(resume_dir)
     if latest is None:
         raise NslmError(f"nothing to resume in {resume_dir}: no checkpoint yet")
-    world = int(ck.read_json(latest / "state.json").get("world", 1))
+    state = ck.read_json(latest / "state.json")
+    world = int(state.get("world", 1))
+    if world > 1 and "streams_per_rank" not in state:  # as the trainer refuses it, earlier
+        raise NslmError("this DDP run was made by an older nslm (batch_size per rank); "
+                        "resume it with that version")  # fmt: skip
     return _launch_processes(cfg, world, ["--resume", str(resume_dir)])
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -34,13 +35,15 @@ def die_with_launcher() -> None:
     torchrun starts each rank in a session of its own, so a SIGKILL of ``nslm train`` (which
     *is* torchrun when it launched the ranks) would leave them training on, and a
     ``--resume`` would then race them in the same run directory. Linux's parent-death
-    signal closes that gap; elsewhere this does nothing.
+    signal closes that gap; elsewhere, or outside torchrun, this does nothing.
     """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
+    if not sys.platform.startswith("linux") or "TORCHELASTIC_RUN_ID" not in os.environ:
         return
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError, TypeError):
+        return
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     parent = os.getppid()
     pr_set_pdeathsig = 1
     if prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) != 0:
