@@ -68,9 +68,7 @@ def main() -> None:
     write_json_atomic(
         RESULTS,
         {
-            "config": str(
-                args.config.relative_to(ROOT) if args.config.is_absolute() else args.config
-            ),
+            "config": str(args.config),
             "minutes_each": args.minutes,
             "variants": rows,
             "date": today(),

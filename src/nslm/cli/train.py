@@ -10,12 +10,15 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from nslm.cli.paper_eval import PaperExtras, paper_options
 from nslm.errors import NslmError
+
+if TYPE_CHECKING:
+    from nslm.config import TrainConfig
 
 
 def _ensure_passive_openmp() -> None:
@@ -45,7 +48,7 @@ def _is_own_entry_point() -> bool:
     return entry == own_main or entry.name == "nslm"
 
 
-def _launch_processes(cfg: Any, processes: int, args: list[str]) -> bool:
+def _launch_processes(cfg: TrainConfig, processes: int, args: list[str]) -> bool:
     """Run ``nslm train ARGS`` as ``processes`` DDP ranks under torchrun; False if there is
     nothing to launch (one process, or already a rank of a torchrun).
 
@@ -95,11 +98,8 @@ def _resume_launch(resume_dir: Path) -> bool:
     if latest is None:
         raise NslmError(f"nothing to resume in {resume_dir}: no checkpoint yet")
     state = ck.read_json(latest / "state.json")
-    world = int(state.get("world", 1))
-    if world > 1 and "streams_per_rank" not in state:  # as the trainer refuses it, earlier
-        raise NslmError("this DDP run was made by an older nslm (batch_size per rank); "
-                        "resume it with that version")  # fmt: skip
-    return _launch_processes(cfg, world, ["--resume", str(resume_dir)])
+    ck.check_stream_layout(state)  # the trainer checks it too, but only inside the ranks
+    return _launch_processes(cfg, int(state.get("world", 1)), ["--resume", str(resume_dir)])
 
 
 @click.command("train")

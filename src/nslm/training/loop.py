@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nslm.config import TrainConfig, config_from_json
+from nslm.config import TrainConfig, config_from_json, total_threads
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
@@ -48,7 +48,7 @@ class Trainer:
         self.cfg = cfg
         # Without a DDP launch (train() called from Python) one process does the work the
         # config meant for `processes` of them, on the same streams: give it their threads.
-        threads = cfg.threads * (cfg.processes if self.world == 1 else 1)
+        threads = total_threads(cfg) if self.world == 1 else cfg.threads
         if threads > 0:
             torch.set_num_threads(threads)
         keep_freed_memory()  # large per-step tensors reuse memory instead of faulting it in
@@ -142,10 +142,7 @@ class Trainer:
         state = ck.read_json(path / "state.json")
         if state.get("world") != self.world:
             raise NslmError(f"run used {state.get('world')} processes; resume with as many")
-        if self.world > 1 and "streams_per_rank" not in state:
-            # Before streams_per_rank was saved, batch_size counted one rank's streams.
-            raise NslmError("this DDP run was made by an older nslm (batch_size per rank); "
-                            "resume it with that version")  # fmt: skip
+        ck.check_stream_layout(state)
         # Checkpoints from before step time was tracked: the wall time bounds it from above.
         state.setdefault("step_seconds", state.get("elapsed", 0.0))
         self.state.update(state)
