@@ -27,12 +27,12 @@ from pathlib import Path
 from machine import machine_info, today
 from nslm.atomic import write_json_atomic
 from nslm.evaluation.cache_column import SUFFIX, CacheSource
-from nslm.evaluation.nslm_eval import score_nslm, use_threads
 from nslm.evaluation.report import evaluate_run, finite_or_none, render
-from nslm.evaluation.shared_pass import SharedPass
 from nslm.evaluation.tables import build_table, tables_for
-from nslm.models.load import load_run
-from nslm.run_micro import load_run_micro, selected_summary
+from nslm.runs.load import load_run
+from nslm.runs.micro import load_run_micro, selected_summary
+from nslm.scores.passes import score_nslm, use_threads
+from nslm.scores.shared_pass import SharedPass
 
 RESULTS = Path(__file__).parent / "results" / "cache_cost.json"
 TARGET = 1.5

@@ -24,10 +24,10 @@ from nslm.atomic import write_json_atomic
 from nslm.config import class_rules_of, load_config, total_threads
 from nslm.data import prepare_corpus
 from nslm.evaluation.ngram_columns import column_names, ngram_source
-from nslm.evaluation.nslm_eval import score_nslm, time_eval, use_threads
 from nslm.evaluation.report import evaluate_run, finite_or_none, render
-from nslm.models.load import load_run
-from nslm.run_micro import fit_run_micro, load_run_micro, write_run_micro
+from nslm.runs.load import load_run
+from nslm.runs.micro import fit_run_micro, load_run_micro, write_run_micro
+from nslm.scores.passes import score_nslm, time_eval, use_threads
 from nslm.training.loop import train
 
 RESULTS = Path(__file__).parent / "results" / "nslm_wt2.json"

@@ -6,7 +6,7 @@
 Trains ``nslm train configs/wt2-cpu.toml`` (42-minute budget, validation included), then
 writes benchmarks/results/wt2_cpu_training.json with the test perplexity of both heads, the
 training minutes, the exact command and the run directory (the micro-model work reuses its
-``model.safetensors`` through ``nslm.models.load.load_run``).
+``model.safetensors`` through ``nslm.runs.load.load_run``).
 """
 
 from __future__ import annotations

@@ -39,9 +39,9 @@ def train_tiny_nslm(
     """A tiny real run (configs/tiny.toml, 40 steps on a WikiText-2 slice) with fast-grid
     micro-models for ``micro_classes``: the shared starting point of the NSLM tests."""
     from nslm.config import load_config
-    from nslm.evaluation.nslm_eval import use_threads
-    from nslm.models.load import load_run
-    from nslm.run_micro import fit_run_micro, write_run_micro
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import fit_run_micro, write_run_micro
+    from nslm.scores.passes import use_threads
     from nslm.training.loop import train
 
     use_threads(1)

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nslm.training.batches import cut_points, make_streams
+from nslm.batches.streams import cut_points, make_streams
 
 
 @st.composite

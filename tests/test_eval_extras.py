@@ -30,12 +30,12 @@ from nslm.evaluation.cache import (
 )
 from nslm.evaluation.cache_column import CacheGrid, CacheSource, tune
 from nslm.evaluation.crnn_column import CRNNSource
-from nslm.evaluation.nslm_eval import feature_batches, score_nslm
 from nslm.evaluation.report import evaluate_run, head_of
-from nslm.evaluation.shared_pass import SharedPass
 from nslm.models.char_rnn import END, SEP, CharRNNConfig
-from nslm.models.load import load_run
-from nslm.run_micro import load_run_micro
+from nslm.runs.load import load_run
+from nslm.runs.micro import load_run_micro
+from nslm.scores.passes import feature_batches, score_nslm
+from nslm.scores.shared_pass import SharedPass
 
 ROOT = Path(__file__).resolve().parents[1]
 SLICE = 5_000

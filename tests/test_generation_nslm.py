@@ -25,12 +25,12 @@ from nslm.generation.nslm_sampling import (
     choose_reading,
     generate_nslm,
 )
+from nslm.generation.predict import predict, prompt_split
 from nslm.generation.sampling import Sampler, SamplingConfig, filtered_distribution
 from nslm.micro.classdata import builtin_class
 from nslm.micro.model import MicroModel
-from nslm.models.load import load_run
-from nslm.predict import predict, prompt_split
-from nslm.run_micro import load_run_micro
+from nslm.runs.load import load_run
+from nslm.runs.micro import load_run_micro
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"

@@ -19,8 +19,8 @@ from nslm.config import load_config
 from nslm.errors import NslmError
 from nslm.models.grounding import GroundedEmbedding, grounding_table, scale_number
 from nslm.models.lm import LanguageModel
-from nslm.models.load import load_run
-from nslm.scoring import score_split
+from nslm.runs.load import load_run
+from nslm.scores.positions import score_split
 from nslm.training.loop import train
 from test_heads import synthetic_layout
 

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from conftest import requires_data
 from nslm.cli import main
 from nslm.evaluation.ngram_columns import NgramColumns, column_names, ngram_source
-from nslm.evaluation.nslm_eval import score_parts
 from nslm.evaluation.perplexity import perplexity
 from nslm.evaluation.report import evaluate_run, head_of
 from nslm.ngram.build import score_split
 from nslm.ngram.model import NgramModel
+from nslm.scores.passes import score_parts
 from test_nslm import SLICE, loaded, micro, run  # noqa: F401  (module-scoped fixtures)
 
 ORDER = 5

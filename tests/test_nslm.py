@@ -21,15 +21,15 @@ from conftest import requires_data
 from helpers import train_tiny_nslm
 from nslm.cli import main
 from nslm.evaluation.columns import ColumnSource
-from nslm.evaluation.nslm_eval import full_distribution_at, score_nslm
 from nslm.evaluation.report import evaluate_run, head_of
+from nslm.generation.predict import DEFAULT_PROMPT
 from nslm.micro.pipeline import fit_micro
 from nslm.micro.store import write_micro_json
-from nslm.models.load import load_run
-from nslm.nslm import ensemble_log_probs, tune_lambda
-from nslm.predict import DEFAULT_PROMPT
-from nslm.run_micro import load_run_micro
-from nslm.scoring import score_split
+from nslm.runs.load import load_run
+from nslm.runs.micro import load_run_micro
+from nslm.scores.mixture import ensemble_log_probs, tune_lambda
+from nslm.scores.passes import full_distribution_at, score_nslm
+from nslm.scores.positions import score_split
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
@@ -120,7 +120,7 @@ def _pair(full, row: int, cls: int, w: int) -> float:
 
 
 def _features_at(loaded, split, positions: np.ndarray) -> torch.Tensor:
-    from nslm.evaluation.nslm_eval import feature_batches
+    from nslm.scores.passes import feature_batches
 
     out = torch.zeros(len(positions), loaded.model.backbone.out_dim)
     for hv, _, _, where in feature_batches(loaded.model, split, batch_size=8, bptt=20):

@@ -18,17 +18,17 @@ import torch
 from conftest import requires_data
 from nslm.cli import main
 from nslm.config import load_config
-from nslm.evaluation.nslm_eval import (
+from nslm.evaluation.report import evaluate_run, head_of
+from nslm.runs.load import load_run
+from nslm.runs.micro import load_run_micro
+from nslm.scores.passes import (
     feature_batches,
     full_distribution_at,
     score_nslm,
     score_parts,
     use_threads,
 )
-from nslm.evaluation.report import evaluate_run, head_of
-from nslm.evaluation.single_task import SingleTaskClasses, classes_of
-from nslm.models.load import load_run
-from nslm.run_micro import load_run_micro
+from nslm.scores.single_task import SingleTaskClasses, classes_of
 from nslm.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,8 +21,8 @@ from safetensors.torch import load_file
 from conftest import requires_data
 from nslm.cli import main
 from nslm.config import load_config
-from nslm.models.load import load_run
-from nslm.scoring import next_token_log_probs, score_split
+from nslm.runs.load import load_run
+from nslm.scores.positions import next_token_log_probs, score_split
 from nslm.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]

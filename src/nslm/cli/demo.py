@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from nslm.errors import NslmError
-from nslm.predict import DEFAULT_PROMPT
+from nslm.generation.predict import DEFAULT_PROMPT
 
 DEMO_CONFIG = "demo.toml"
 
@@ -69,9 +69,9 @@ def demo_command(config: Path | None, run_dir: Path, prompt: str, fresh: bool) -
     from nslm.cli.train import _ensure_passive_openmp
     from nslm.config import class_rules_of, load_config
     from nslm.data import prepare_corpus
-    from nslm.models.load import load_run
-    from nslm.predict import predict, render
-    from nslm.run_micro import fit_run_micro, load_run_micro, write_run_micro
+    from nslm.generation.predict import predict, render
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import fit_run_micro, load_run_micro, write_run_micro
     from nslm.training.loop import train
 
     # the demo trains: wait passively in OpenMP, as `nslm train` does (re-executes once)

@@ -82,7 +82,7 @@ def _generate_neural(
 ) -> list[str]:
     from nslm.data.vocab import EOS
     from nslm.generation.neural import generate_neural
-    from nslm.models.load import load_run
+    from nslm.runs.load import load_run
 
     loaded = load_run(run)
     vocab = loaded.corpus.vocab
@@ -102,10 +102,10 @@ def _generate_nslm(
     """The NSLM (Eq. 4) continuation; the prompt is prepared as `nslm predict` prepares it."""
     from nslm.config import total_threads
     from nslm.data.vocab import EOS
-    from nslm.evaluation.nslm_eval import use_threads
     from nslm.generation.nslm_sampling import generate_nslm
-    from nslm.models.load import load_run
-    from nslm.run_micro import load_run_micro
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import load_run_micro
+    from nslm.scores.passes import use_threads
 
     if not (run / "micro.json").is_file():  # before the (slow) corpus load
         raise NslmError(f"no {run / 'micro.json'}: run 'nslm fit-micro {run}' first")

@@ -15,7 +15,7 @@ from nslm.errors import NslmError
 
 if TYPE_CHECKING:
     from nslm.evaluation.columns import ColumnSource
-    from nslm.models.load import LoadedRun
+    from nslm.runs.load import LoadedRun
 
 _run = click.argument("run", type=click.Path(file_okay=False, path_type=Path))
 
@@ -65,8 +65,8 @@ def fit_micro_command(
     """
     from nslm.micro.metrics import get_metric
     from nslm.micro.pdfs import get_pdf
-    from nslm.models.load import load_run
-    from nslm.run_micro import fit_run_micro, write_run_micro
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import fit_run_micro, write_run_micro
 
     loaded = load_run(run)
     from nslm.micro.plugins import load_plugin
@@ -111,10 +111,10 @@ def eval_tables(
     ``extra``: factories that build a column source (a 5-gram, a cache, …) for the loaded run.
     """
     from nslm.config import total_threads
-    from nslm.evaluation.nslm_eval import use_threads
     from nslm.evaluation.report import evaluate_run, finite_or_none, render
-    from nslm.models.load import load_run
-    from nslm.run_micro import load_run_micro
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import load_run_micro
+    from nslm.scores.passes import use_threads
     from nslm.training.checkpoint import write_json_atomic
 
     loaded = load_run(run)
@@ -154,10 +154,10 @@ def eval_tables(
 def predict_command(run: Path, prompt: str, k: int, lam: float | None, as_json: bool) -> None:
     """Top-k next tokens of PROMPT under the NNLM and the NSLM, with P(class) × P_MM."""
     from nslm.config import total_threads
-    from nslm.evaluation.nslm_eval import use_threads
-    from nslm.models.load import load_run
-    from nslm.predict import predict, render
-    from nslm.run_micro import load_run_micro
+    from nslm.generation.predict import predict, render
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import load_run_micro
+    from nslm.scores.passes import use_threads
 
     loaded = load_run(run)
     use_threads(total_threads(loaded.cfg))
@@ -191,8 +191,8 @@ def check_split_names(splits: tuple[str, ...]) -> None:
 def plot_run(run: Path, micro_path: Path | None, only: list[str] | None, out: Path | None) -> None:
     """``nslm micro plot RUN``: each selected PDF of RUN/micro.json over its training histogram."""
     from nslm.micro.plot import plot_model
-    from nslm.models.load import load_run
-    from nslm.run_micro import load_run_micro
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import load_run_micro
 
     loaded = load_run(run)
     models = load_run_micro(loaded, micro_path)

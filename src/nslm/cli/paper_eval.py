@@ -107,7 +107,7 @@ class PaperExtras:
         return self.cache or self.crnn or self.by_rarity
 
     def _shared_pass(self, loaded):
-        from nslm.evaluation.shared_pass import SharedPass
+        from nslm.scores.shared_pass import SharedPass
 
         if self._shared is None or self._shared.loaded is not loaded:
             self._shared = SharedPass(loaded, keep_features=self.cache)

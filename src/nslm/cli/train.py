@@ -218,8 +218,8 @@ def eval_command(
         return
     if extras.wanted:
         raise NslmError("--cache, --crnn and --by-rarity need RUN/micro.json (nslm fit-micro RUN)")
-    from nslm.models.load import load_run
-    from nslm.scoring import score_split
+    from nslm.runs.load import load_run
+    from nslm.scores.positions import score_split
     from nslm.training.checkpoint import write_json_atomic
 
     loaded = load_run(run)

@@ -25,9 +25,9 @@ from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.evaluation.cache import cache_probs_grid, mix_target_log_probs
 from nslm.evaluation.columns import ColumnSource
-from nslm.evaluation.nslm_eval import NSLMScores
-from nslm.evaluation.shared_pass import SharedPass
 from nslm.evaluation.tables import fmt_change, fmt_ppl, pct_change
+from nslm.scores.passes import NSLMScores
+from nslm.scores.shared_pass import SharedPass
 
 BASES = ("NNLM", "HNLM", "CRNN", "NSLM")  # the paper's cache rows: every model but NSLM-pure
 SUFFIX = "+cache"

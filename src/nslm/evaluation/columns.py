@@ -18,8 +18,8 @@ import numpy as np
 from nslm.data.corpus import Split
 
 if TYPE_CHECKING:
-    from nslm.evaluation.nslm_eval import NSLMScores
     from nslm.micro.model import MicroModel
+    from nslm.scores.passes import NSLMScores
 
 
 class ColumnSource:

@@ -27,11 +27,11 @@ import numpy as np
 
 from nslm.data.corpus import Split
 from nslm.evaluation.columns import ColumnSource
-from nslm.evaluation.nslm_eval import NSLMScores
-from nslm.evaluation.shared_pass import SharedPass
-from nslm.evaluation.single_task import tagged_classes
 from nslm.models.char_rnn import CharRNNClassModel, CharRNNConfig
-from nslm.nslm import nslm_log_probs
+from nslm.scores.mixture import nslm_log_probs
+from nslm.scores.passes import NSLMScores
+from nslm.scores.shared_pass import SharedPass
+from nslm.scores.single_task import tagged_classes
 
 
 def fingerprint(corpus, cls: str, config: CharRNNConfig) -> str:

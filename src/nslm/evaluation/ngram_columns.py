@@ -42,10 +42,10 @@ from nslm.micro.pipeline import micro_log_probs
 from nslm.ngram.build import Stream, build_model, prepared_stream
 from nslm.ngram.counting import check_order
 from nslm.ngram.model import EOS, NgramModel
-from nslm.nslm import FullDistribution, nslm_log_probs
+from nslm.scores.mixture import FullDistribution, nslm_log_probs
 
 if TYPE_CHECKING:
-    from nslm.models.load import LoadedRun
+    from nslm.runs.load import LoadedRun
 
 # lmplz's --discount_fallback, used only for an order whose count-of-counts cannot give the
 # closed-form discounts (a tiny custom corpus); WikiText-2 never needs it.
@@ -260,7 +260,7 @@ def ngram_source(
     def make(loaded: LoadedRun) -> NgramColumns:
         models = micro
         if with_nslm and models is None:
-            from nslm.run_micro import load_run_micro
+            from nslm.runs.micro import load_run_micro
 
             models = load_run_micro(loaded)
         cache = cache_dir if cache_dir is not None else Path(loaded.run_dir) / "ngram"

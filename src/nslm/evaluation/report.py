@@ -19,12 +19,12 @@ import numpy as np
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.errors import NslmError
 from nslm.evaluation.columns import ColumnSource
-from nslm.evaluation.nslm_eval import NSLMScores, score_nslm
 from nslm.evaluation.tables import TABLES, build_table, render_table, table_classes, tables_for
 from nslm.micro.model import MicroModel
-from nslm.models.load import LoadedRun
-from nslm.nslm import tune_lambda
-from nslm.run_micro import selected_summary
+from nslm.runs.load import LoadedRun
+from nslm.runs.micro import selected_summary
+from nslm.scores.mixture import tune_lambda
+from nslm.scores.passes import NSLMScores, score_nslm
 
 OBJECTIVES = ("table", "global")
 

@@ -5,9 +5,9 @@ plus O(V) numpy for
 
     P_NSLM(w | h) = P_top(w | h) + Σ_c P(c | h) · P_MM(w | c, w_prev^(c))       (Eq. 4)
 
-i.e. :meth:`nslm.nslm.FullDistribution.marginal`: the HNLM's top softmax over (words ∪ class
-tags), each tag's mass spread over V_c by its micro-model (or by the HNLM's within-class
-softmax, Eq. 3, for a class without one).
+i.e. :meth:`nslm.scores.mixture.FullDistribution.marginal`: the HNLM's top softmax over
+(words ∪ class tags), each tag's mass spread over V_c by its micro-model (or by the HNLM's
+within-class softmax, Eq. 3, for a class without one).
 
 How a token is drawn. The Sampler's temperature / top-k / top-p act on that *marginal over
 types*, so ``top_k=1`` is the argmax of the NSLM's next-token distribution. The drawn type
@@ -21,9 +21,9 @@ w_prev^(c) (paper Eq. 1) of every class whose context it is — the same class, 
 with ``context = "family"`` — with its value and coordinates. After a generated ``1990`` read
 as ``<year>``, the next ``<year>`` is scored relative to 1990.
 
-The prompt is prepared as ``nslm predict`` prepares it (:func:`nslm.predict.prompt_split`:
-numbers re-joined, places chunked, classes tagged), and its class tokens seed the contexts.
-As in ``predict``, ``<convert>`` gets the preceding quantity whenever the text so far ends
+The prompt is prepared as ``nslm predict`` prepares it
+(:func:`nslm.generation.predict.prompt_split`: numbers re-joined, places chunked, classes
+tagged), and its class tokens seed the contexts. As in ``predict``, ``<convert>`` gets the preceding quantity whenever the text so far ends
 inside ``Q unit (``, and falls back to its class unigram elsewhere. The prompt and the
 continuation form one article, except that a generated line ``= Title …`` (a top-level
 heading, SPEC §2) starts a new one: the contexts are cleared, as the corpus never looks
@@ -41,13 +41,13 @@ from nslm.data.conversions import MAX_TARGET_UNITS, pending_conversion, unit_map
 from nslm.data.corpus import Split
 from nslm.data.numbers import is_number, number_value
 from nslm.data.vocab import EOS
-from nslm.evaluation.nslm_eval import distribution_from_features
+from nslm.generation.predict import prompt_split
 from nslm.generation.sampling import Sampler
 from nslm.micro.context import Context
 from nslm.micro.model import MicroModel
-from nslm.models.load import LoadedRun
-from nslm.nslm import FullDistribution
-from nslm.predict import prompt_split
+from nslm.runs.load import LoadedRun
+from nslm.scores.mixture import FullDistribution
+from nslm.scores.passes import distribution_from_features
 
 
 @dataclass(frozen=True)

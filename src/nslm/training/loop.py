@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from nslm.batches.streams import make_streams
 from nslm.config import TrainConfig, config_from_json, total_threads
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
-from nslm.scoring import score_arrays
+from nslm.scores.positions import score_arrays
 from nslm.training import checkpoint as ck
 from nslm.training import distributed as dd
-from nslm.training.batches import make_streams
 from nslm.training.embeddings import INIT_VECTORS_FILE, describe, prepare_embeddings
 from nslm.training.memory import keep_freed_memory
 from nslm.training.optim import build_optimizer, clip_grad_norm, scheduled_lr

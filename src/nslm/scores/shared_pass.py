@@ -3,8 +3,8 @@
 ``nslm eval RUN --cache --crnn`` needs, besides the heads' scores, the backbone's hidden
 states (the neural cache's keys and queries) and the HNLM's top level (the CRNN's P(c | h)).
 Running the backbone once per extra would double the evaluation's cost; this pass computes
-all of them in the stream layout of :func:`nslm.evaluation.nslm_eval.feature_batches`, so
-the scores are exactly :func:`~nslm.evaluation.nslm_eval.score_nslm`'s.
+all of them in the stream layout of :func:`nslm.scores.passes.feature_batches`, so
+the scores are exactly :func:`~nslm.scores.passes.score_nslm`'s.
 
 A single-task run (no HNLM head, paper Table 8) keeps its own scorer, which also gives
 P(c | h); the hidden states then take a second, backbone-only pass.
@@ -18,11 +18,11 @@ import numpy as np
 import torch
 
 from nslm.data.corpus import Split
-from nslm.evaluation.nslm_eval import NSLMScores, feature_batches, score_nslm
 from nslm.micro.model import MicroModel
 from nslm.micro.pipeline import micro_log_probs
-from nslm.models.load import LoadedRun
-from nslm.nslm import nslm_log_probs
+from nslm.runs.load import LoadedRun
+from nslm.scores.mixture import nslm_log_probs
+from nslm.scores.passes import NSLMScores, feature_batches, score_nslm
 
 
 @dataclass
@@ -74,7 +74,7 @@ class SharedPass:
         return SplitPass(out["nnlm"], out["hnlm"], out["top"], feats)
 
     def nslm_scores(self, name: str, split: Split, micro: dict[str, MicroModel]) -> NSLMScores:
-        """What :func:`~nslm.evaluation.nslm_eval.score_nslm` returns, from the shared pass."""
+        """What :func:`~nslm.scores.passes.score_nslm` returns, from the shared pass."""
         if "hnlm" not in self.loaded.model.heads:
             cfg = self.loaded.cfg
             scores = score_nslm(

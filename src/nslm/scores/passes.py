@@ -1,6 +1,6 @@
 """Score a split with the NNLM, HNLM and NSLM heads of a run, per position and in full.
 
-The stream layout is :func:`nslm.scoring.score_arrays`'s (parallel streams cut at article
+The stream layout is :func:`nslm.scores.positions.score_arrays`'s (parallel streams cut at article
 starts, TBPTT windows, state carried), so every number here agrees with ``nslm eval``'s
 global perplexities. What this adds: the NSLM of paper Eq. 4 (HNLM top-level softmax ×
 micro-model), only the parts a model needs (an NNLM-only pass for the cost benchmark), and
@@ -18,12 +18,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from nslm.batches.streams import make_streams
 from nslm.data.corpus import Split
 from nslm.micro.model import MicroModel
 from nslm.micro.pipeline import micro_log_probs
 from nslm.models.lm import LanguageModel
-from nslm.nslm import FullDistribution, ensemble_log_probs, full_distribution, nslm_log_probs
-from nslm.training.batches import make_streams
+from nslm.scores.mixture import (
+    FullDistribution,
+    ensemble_log_probs,
+    full_distribution,
+    nslm_log_probs,
+)
 
 PARTS = ("nnlm", "hnlm", "top")
 
@@ -74,7 +79,7 @@ def score_parts(
     log P_top(w_t | h) at word positions (the NSLM's neural factor, Eq. 4).
     """
     if "top" in parts and "hnlm" not in model.heads:  # single-task P(c | h) (Table 8)
-        from nslm.evaluation.single_task import score_single_task
+        from nslm.scores.single_task import score_single_task
 
         if "hnlm" in parts:
             raise ValueError("this model has no HNLM head")
@@ -119,7 +124,7 @@ def score_nslm(
 ) -> NSLMScores:
     """Score ``split`` with the NNLM, (optionally) the HNLM and the NSLM (Eq. 4)."""
     if "hnlm" not in model.heads:  # single-task NSLM: P(c | h) from the NNLM (Table 8)
-        from nslm.evaluation.single_task import score_single_task
+        from nslm.scores.single_task import score_single_task
 
         return score_single_task(model, split, micro, **kwargs)
     parts = ("nnlm", "hnlm", "top") if with_hnlm else ("nnlm", "top")
@@ -162,7 +167,7 @@ def distribution_from_features(
     micro-model uses the HNLM's neural within-class softmax.
     """
     if "hnlm" not in model.heads:  # single-task NSLM: P(c | h) from the NNLM (Table 8)
-        from nslm.evaluation.single_task import distribution
+        from nslm.scores.single_task import distribution
 
         return distribution(model, h, micro, class_names, micro_rows)
     head = model.heads["hnlm"]

@@ -5,7 +5,7 @@
 corpus the run was trained on (same ``classes`` and ``class_rules``, hence the same
 vocabulary), and writes the selections, every grid cell and every fitted parameter next to
 the weights. The NSLM (Eq. 4) then multiplies the HNLM's P(c | h) by these P_MM (for a run
-without an HNLM head, the single-task P(c | h) of :mod:`nslm.evaluation.single_task`).
+without an HNLM head, the single-task P(c | h) of :mod:`nslm.scores.single_task`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from nslm.errors import NslmError
-from nslm.evaluation.single_task import tagged_classes
+from nslm.scores.single_task import tagged_classes
 from nslm.micro.model import MicroModel
 from nslm.micro.pdfs import pdf_names
 from nslm.micro.pipeline import fit_micro
 from nslm.micro.plugins import load_class_file, load_plugin
 from nslm.micro.store import load_micro_models, read_micro_json, write_micro_json
-from nslm.models.load import LoadedRun
+from nslm.runs.load import LoadedRun
 
 MICRO_FILE = "micro.json"
 # --fast drops the mixture of Gaussians: its EM is ~90% of the full grid's time (5 min → 30 s

@@ -33,10 +33,10 @@ from torch import Tensor, nn
 
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
-from nslm.evaluation.nslm_eval import NSLMScores, feature_batches, micro_part
 from nslm.micro.model import MicroModel
 from nslm.micro.pipeline import micro_log_probs
-from nslm.nslm import FullDistribution, nslm_log_probs
+from nslm.scores.mixture import FullDistribution, nslm_log_probs
+from nslm.scores.passes import NSLMScores, feature_batches, micro_part
 
 ALPHA = 0.1  # add-α for π(c | w): a (type, class) pair unseen in training keeps some mass
 ROWS_PER_CHUNK = 256  # rows of the (N, V) float64 probability matrix held at once (~70 MB)
@@ -145,7 +145,7 @@ def distribution(
 ) -> FullDistribution:
     """The single-task NSLM's next-token distribution over every type for features h (N, D).
 
-    The same contract as :func:`nslm.evaluation.nslm_eval.distribution_from_features`:
+    The same contract as :func:`nslm.scores.passes.distribution_from_features`:
     ``micro_rows[class]`` is log P_MM over V_c for each row.
     """
     table = classes_of(model)

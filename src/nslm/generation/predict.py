@@ -25,9 +25,9 @@ from nslm.data.numbers import quantity_before
 from nslm.data.tagging import tag_lines
 from nslm.data.vocab import EOS
 from nslm.errors import NslmError
-from nslm.evaluation.nslm_eval import distribution_from_features
 from nslm.micro.model import MicroModel
-from nslm.models.load import LoadedRun
+from nslm.runs.load import LoadedRun
+from nslm.scores.passes import distribution_from_features
 
 DEFAULT_PROMPT = "William the Conqueror won the Battle of Hastings in 1066 , and died in"
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from nslm.batches.streams import make_streams
 from nslm.models.lm import LanguageModel
-from nslm.training.batches import make_streams
 
 
 @dataclass

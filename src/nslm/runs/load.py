@@ -46,7 +46,7 @@ def load_run(run_dir: Path | str, corpus=None) -> LoadedRun:
         raise NslmError(f"{run_dir} has no model.safetensors yet (training not far enough)")
     load_model_tensors(model, weights)
     if layout is None:  # no class head: the single-task NSLM's P(c | h) (paper Table 8)
-        from nslm.evaluation.single_task import attach
+        from nslm.scores.single_task import attach
 
         attach(model, corpus)
     model.eval()
