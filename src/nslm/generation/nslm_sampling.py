@@ -23,12 +23,11 @@ as ``<year>``, the next ``<year>`` is scored relative to 1990.
 
 The prompt is prepared as ``nslm predict`` prepares it
 (:func:`nslm.generation.predict.prompt_split`: numbers re-joined, places chunked, classes
-tagged), and its class tokens seed the contexts. As in ``predict``, ``<convert>`` gets the preceding quantity whenever the text so far ends
-inside ``Q unit (``, and falls back to its class unigram elsewhere. The prompt and the
-continuation form one article, except that a generated line ``= Title …`` (a top-level
-heading, SPEC §2) starts a new one: the contexts are cleared, as the corpus never looks
-across an article boundary.
-"""
+tagged), and its class tokens seed the contexts. As in ``predict``, ``<convert>`` gets the
+preceding quantity whenever the text so far ends inside ``Q unit (``, and falls back to its
+class unigram elsewhere. The prompt and the continuation form one article, except that a
+generated line ``= Title …`` (a top-level heading, SPEC §2) starts a new one: the contexts
+are cleared, as the corpus never looks across an article boundary. """
 
 from __future__ import annotations
 
