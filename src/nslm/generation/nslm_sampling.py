@@ -27,7 +27,7 @@ tagged), and its class tokens seed the contexts. As in ``predict``, ``<convert>`
 preceding quantity whenever the text so far ends inside ``Q unit (``, and falls back to its
 class unigram elsewhere. The prompt and the continuation form one article, except that a
 generated line ``= Title …`` (a top-level heading, SPEC §2) starts a new one: the contexts
-are cleared, as the corpus never looks across an article boundary. """
+are cleared, as the corpus never looks across an article boundary."""
 
 from __future__ import annotations
 
