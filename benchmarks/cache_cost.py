@@ -27,12 +27,11 @@ from pathlib import Path
 from machine import machine_info, today
 from nslm.atomic import write_json_atomic
 from nslm.evaluation.cache_column import SUFFIX, CacheSource
-from nslm.evaluation.report import evaluate_run, finite_or_none, render
+from nslm.evaluation.report import evaluate_run, render
 from nslm.evaluation.tables import build_table, tables_for
 from nslm.runs.load import load_run
 from nslm.runs.micro import load_run_micro, selected_summary
-from nslm.scores.passes import score_nslm, use_threads
-from nslm.scores.shared_pass import SharedPass
+from nslm.scores.passes import use_threads
 
 RESULTS = Path(__file__).parent / "results" / "cache_cost.json"
 TARGET = 1.5
@@ -44,18 +43,12 @@ def log(text: str) -> None:
 
 def time_test_eval(loaded, micro, lambdas: dict[str, float], choices=None) -> float:
     """Seconds for the test split's tables, with the cache when ``choices`` are given."""
-    corpus, cfg, test = loaded.corpus, loaded.cfg, loaded.corpus.test
+    corpus, test = loaded.corpus, loaded.corpus.test
     selected = selected_summary(micro)
     t0 = time.perf_counter()
-    if choices is None:
-        scores = score_nslm(
-            loaded.model, test, micro, batch_size=cfg.eval_batch_size, bptt=cfg.bptt
-        )
-        cache = None
-    else:
-        shared = SharedPass(loaded, keep_features=True)
-        scores = shared.nslm_scores("test", test, micro)
-        cache = CacheSource(shared, choices=choices)
+    scorer = loaded.scorer(keep_features=choices is not None)
+    scores = scorer.nslm(test, micro)
+    cache = None if choices is None else CacheSource(scorer, choices=choices)
     for table in tables_for(corpus):
         columns = scores.columns(lambdas[table])
         if cache is not None:
@@ -78,8 +71,9 @@ def main() -> None:
 
     log("evaluate_run on test with the cache (tuned on valid)")
     t0 = time.perf_counter()
-    source = CacheSource(SharedPass(loaded, keep_features=True))
-    result = evaluate_run(loaded, micro, split="test", extra=[source])
+    scorer = loaded.scorer(keep_features=True)
+    source = CacheSource(scorer)
+    result = evaluate_run(loaded, micro, split="test", extra=[source], scorer=scorer)
     full_with = time.perf_counter() - t0
     print(render(result))
     lambdas = {t: e["lambda"] for t, e in result["tables"].items()}
@@ -130,7 +124,7 @@ def main() -> None:
         "total_seconds": time.perf_counter() - wall,
         "machine": machine_info(),
     }
-    write_json_atomic(args.out, finite_or_none(out))
+    write_json_atomic(args.out, out)
     log(f"cache_cost_ratio {out['cache_cost_ratio']:.2f} (target ≤ {TARGET}); wrote {args.out}")
 
 

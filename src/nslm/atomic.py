@@ -1,11 +1,15 @@
-"""Atomic file writes: a temporary file in the same folder, then a rename.
+"""Atomic file writes, and the package's one JSON policy for non-finite numbers.
 
-A process killed half-way leaves the old file or none, never half a file (SPEC §8).
+A write goes to a temporary file in the same folder, then a rename: a process killed
+half-way leaves the old file or none, never half a file. JSON has no NaN or infinity, so
+every JSON nslm writes or prints turns a non-finite float (an undefined or infinite
+perplexity) into ``null`` (:func:`json_ready`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -30,6 +34,21 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def write_json_atomic(path: Path, value: Any, *, indent: int = 1, allow_nan: bool = True) -> None:
-    text = json.dumps(value, indent=indent, allow_nan=allow_nan) + "\n"
-    write_bytes_atomic(path, text.encode("utf-8"))
+def json_ready(value: Any) -> Any:
+    """``value`` with every non-finite float, at any depth, replaced by None (JSON null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    return value
+
+
+def json_text(value: Any, *, indent: int | None = 1) -> str:
+    """Strict JSON text of ``value`` under :func:`json_ready`'s policy."""
+    return json.dumps(json_ready(value), indent=indent, allow_nan=False)
+
+
+def write_json_atomic(path: Path, value: Any, *, indent: int | None = 1) -> None:
+    write_bytes_atomic(path, (json_text(value, indent=indent) + "\n").encode("utf-8"))

@@ -26,8 +26,8 @@ from nslm.errors import NslmError
 from nslm.evaluation.cache import cache_probs_grid, mix_target_log_probs
 from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.tables import fmt_change, fmt_ppl, pct_change
-from nslm.scores.passes import NSLMScores
-from nslm.scores.shared_pass import SharedPass
+from nslm.scores.passes import Scorer
+from nslm.scores.perplexity import perplexity
 
 BASES = ("NNLM", "HNLM", "CRNN", "NSLM")  # the paper's cache rows: every model but NSLM-pure
 SUFFIX = "+cache"
@@ -66,10 +66,6 @@ class CacheChoice:
     valid_ppl_model: float  # the model alone, same positions
 
 
-def _ppl(log_probs: np.ndarray) -> float:
-    return math.exp(-float(np.mean(log_probs))) if log_probs.size else math.nan
-
-
 def tune(
     model_log_probs: np.ndarray, cache_probs: dict[tuple[int, float], torch.Tensor], grid: CacheGrid
 ) -> CacheChoice:
@@ -81,9 +77,9 @@ def tune(
     best: CacheChoice | None = None
     for (window, theta), probs in cache_probs.items():
         for lam in grid.lambdas:
-            ppl = _ppl(mix_target_log_probs(model, probs, lam).numpy())
+            ppl = perplexity(mix_target_log_probs(model, probs, lam).numpy())
             if best is None or ppl < best.valid_ppl:
-                best = CacheChoice(window, theta, lam, ppl, _ppl(model.numpy()))
+                best = CacheChoice(window, theta, lam, ppl, perplexity(model.numpy()))
     assert best is not None
     return best
 
@@ -98,13 +94,13 @@ class CacheSource(ColumnSource):
 
     def __init__(
         self,
-        shared: SharedPass,
+        scorer: Scorer,
         grid: CacheGrid | None = None,
         choices: dict[str, dict[str, CacheChoice]] | None = None,
     ) -> None:
-        if not shared.keep_features:
-            raise ValueError("the cache needs a SharedPass that keeps the hidden states")
-        self.shared = shared
+        if not scorer.keep_features:
+            raise ValueError("the cache needs a Scorer that keeps the hidden states")
+        self.scorer = scorer
         self.grid = grid or CacheGrid()
         # table → model → choice (given: reuse tuned parameters, as the cost benchmark does)
         self.choices: dict[str, dict[str, CacheChoice]] = dict(choices or {})
@@ -116,9 +112,6 @@ class CacheSource(ColumnSource):
     def start_table(self, table: str, valid_mask: np.ndarray) -> None:
         self._table, self._mask, self._calls = table, valid_mask, 0
 
-    def nslm_scores(self, name: str, split: Split, micro: dict) -> NSLMScores:
-        return self.shared.nslm_scores(name, split, micro)  # the run's columns, same pass
-
     def __call__(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> dict:
         self._calls += 1
         if self._calls == 1:
@@ -128,8 +121,8 @@ class CacheSource(ColumnSource):
 
     def _hidden(self, name: str, split: Split) -> tuple[torch.Tensor, torch.Tensor]:
         """(hidden, tokens) in :func:`cache_probs_grid`'s layout: hidden[i] predicted w_{i+1}
-        (a view of the shared pass's states, whose row t predicted w_t: no copy)."""
-        feats = self.shared.get(name, split).features
+        (a view of the scoring pass's states, whose row t predicted w_t: no copy)."""
+        feats = self.scorer.score(split).features
         assert feats is not None
         return feats[1:], torch.from_numpy(split.token_ids.astype(np.int64))
 

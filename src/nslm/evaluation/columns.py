@@ -5,21 +5,19 @@ A source is called with (split name, split, the columns so far) for "valid" and 
 reported split, once per table, and returns new columns of per-position log-probabilities
 (the :func:`nslm.evaluation.perplexity.class_perplexities` contract: float64, one per
 position, NaN = unscored). Sources run in order, so a later one can build on an earlier
-one's columns (the cache mixes into every column before it). The three hooks have no-op
-defaults; a source overrides only what it needs.
+one's columns (the cache mixes into every column before it). The two hooks have no-op
+defaults; a source overrides only what it needs. Sources that need the backbone's outputs
+(the cache's hidden states, the CRNN's P(c | h)) read them from the run's
+:class:`~nslm.scores.passes.Scorer`, whose memoised pass the run's own columns share.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from nslm.data.corpus import Split
-
-if TYPE_CHECKING:
-    from nslm.micro.model import MicroModel
-    from nslm.scores.passes import NSLMScores
 
 
 class ColumnSource:
@@ -37,9 +35,3 @@ class ColumnSource:
     def describe(self, table: str, entry: dict[str, Any]) -> dict[str, Any]:
         """Keys merged into the table's JSON; a ``notes`` list is printed under the table."""
         return {}
-
-    def nslm_scores(
-        self, name: str, split: Split, micro: dict[str, MicroModel]
-    ) -> NSLMScores | None:
-        """The run's own scores from a backbone pass the source shares (None: not shared)."""
-        return None

@@ -29,9 +29,7 @@ from nslm.data.corpus import Split
 from nslm.evaluation.columns import ColumnSource
 from nslm.models.char_rnn import CharRNNClassModel, CharRNNConfig
 from nslm.scores.mixture import nslm_log_probs
-from nslm.scores.passes import NSLMScores
-from nslm.scores.shared_pass import SharedPass
-from nslm.scores.single_task import tagged_classes
+from nslm.scores.passes import Scorer
 
 
 def fingerprint(corpus, cls: str, config: CharRNNConfig) -> str:
@@ -82,12 +80,14 @@ class CRNNSource(ColumnSource):
 
     def __init__(
         self,
-        shared: SharedPass,
+        scorer: Scorer,
+        corpus,
         directory: Path,
         config: CharRNNConfig | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
-        self.shared = shared
+        self.scorer = scorer
+        self.corpus = corpus
         self.directory = Path(directory)
         self.config = config or CharRNNConfig()
         self.progress = progress
@@ -95,14 +95,11 @@ class CRNNSource(ColumnSource):
         self._memo: dict[tuple[str, int], np.ndarray] = {}
         self.loaded_from_disk: list[str] = []
 
-    def nslm_scores(self, name: str, split: Split, micro: dict) -> NSLMScores:
-        return self.shared.nslm_scores(name, split, micro)  # the run's columns, same pass
-
     def models(self) -> dict[str, CharRNNClassModel]:
-        """One CRNN per class the HNLM has a tag for (trained or loaded on first use)."""
+        """One CRNN per class the run has a tag for (trained or loaded on first use)."""
         if self._models is None:
-            corpus = self.shared.loaded.corpus
-            tagged = tagged_classes(self.shared.loaded.model)
+            corpus = self.corpus
+            tagged = self.scorer.classes.tagged
             self._models = {}
             for cid, name in enumerate(corpus.class_names):
                 if cid and tagged[cid]:
@@ -116,7 +113,7 @@ class CRNNSource(ColumnSource):
 
     def char_log_probs(self, split: Split) -> np.ndarray:
         """log P_char(w_t | c_t), normalised over V_c, at class positions (NaN elsewhere)."""
-        corpus = self.shared.loaded.corpus
+        corpus = self.corpus
         out = np.full(len(split), np.nan)
         for model in self.models().values():
             lp = model.log_prob_targets(corpus, split)
@@ -127,7 +124,7 @@ class CRNNSource(ColumnSource):
     def __call__(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> dict:
         key = (name, len(split))
         if key not in self._memo:
-            got = self.shared.get(name, split)
+            got = self.scorer.score(split)
             crnn = self.char_log_probs(split)
-            self._memo[key] = nslm_log_probs(got.top, split.class_ids, crnn, got.hnlm)
+            self._memo[key] = nslm_log_probs(got.top, split.class_ids, crnn, got.neural)
         return {"CRNN": self._memo[key]}

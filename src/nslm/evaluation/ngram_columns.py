@@ -36,13 +36,14 @@ import numpy as np
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.errors import NslmError
 from nslm.evaluation.columns import ColumnSource
-from nslm.evaluation.perplexity import perplexity
 from nslm.micro.model import MicroModel
 from nslm.micro.pipeline import micro_log_probs
 from nslm.ngram.build import Stream, build_model, prepared_stream
 from nslm.ngram.counting import check_order
 from nslm.ngram.model import EOS, NgramModel
-from nslm.scores.mixture import FullDistribution, nslm_log_probs
+from nslm.scores.distribution import FullDistribution, position_in
+from nslm.scores.mixture import nslm_log_probs
+from nslm.scores.perplexity import perplexity
 
 if TYPE_CHECKING:
     from nslm.runs.load import LoadedRun
@@ -200,9 +201,7 @@ class NgramColumns(ColumnSource):
         cls = split.class_ids
         for c, logp in self.unigram.items():
             at = np.flatnonzero(cls == c)
-            ids = self.members[c]
-            where = np.minimum(np.searchsorted(ids, split.token_ids[at]), len(ids) - 1)
-            found = ids[where] == split.token_ids[at]
+            found, where = position_in(self.members[c], split.token_ids[at])
             # a type outside V_c gets probability 0, as the HNLM gives it
             fallback[at] = top[at] + np.where(found, logp[where], -np.inf)
         return nslm_log_probs(top, cls, mm, fallback)
@@ -273,4 +272,4 @@ def ngram_source(
 def ngram_global(columns: NgramColumns, split: Split) -> float:
     """Global perplexity of the word n-gram on ``split`` (every position but 0)."""
     word = columns.columns(split)[columns.names[0]]
-    return perplexity(word[~np.isnan(word)])
+    return perplexity(word)

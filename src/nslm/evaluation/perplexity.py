@@ -1,4 +1,4 @@
-"""Per-class perplexity from per-position log-probabilities (SPEC §5).
+"""Per-class perplexity from per-position log-probabilities (the paper's Tables 2 and 3).
 
 Every model in nslm hands the evaluator one float array per split, aligned with the split's
 tokens: entry ``t`` is ``log P(w_t | w_<t)`` (natural log) of the token actually there, and
@@ -8,27 +8,14 @@ shape serves the NNLM, HNLM, NSLM, CRNN, cache and n-gram models alike.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.numbers import NUMBER_CLASSES
 from nslm.data.places import PLACE_CLASSES
+from nslm.scores.perplexity import perplexity
 
 AGGREGATES = {"Numbers": NUMBER_CLASSES, "Locations": PLACE_CLASSES}
-
-
-def perplexity(log_probs: np.ndarray) -> float:
-    """exp(−mean log P) over the given (finite or −inf) log-probabilities; NaN if empty.
-
-    A −inf (a token given probability 0) makes the perplexity infinite, reported as such.
-    """
-    values = np.asarray(log_probs, dtype=np.float64)
-    if values.size == 0:
-        return math.nan
-    mean = values.mean()
-    return math.inf if mean == -math.inf else float(math.exp(-mean))
 
 
 def class_perplexities(

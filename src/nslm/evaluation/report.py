@@ -9,9 +9,7 @@ validation Global perplexity instead, for every table.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,27 +22,9 @@ from nslm.micro.model import MicroModel
 from nslm.runs.load import LoadedRun
 from nslm.runs.micro import selected_summary
 from nslm.scores.mixture import tune_lambda
-from nslm.scores.passes import NSLMScores, score_nslm
+from nslm.scores.passes import Scorer, SplitScores, head_of
 
 OBJECTIVES = ("table", "global")
-
-
-def head_of(split: Split, max_tokens: int) -> Split:
-    """The first ``max_tokens`` positions of a split (0 = all): quick looks and tests."""
-    if max_tokens <= 0 or max_tokens >= len(split):
-        return split
-    arrays = {
-        k: getattr(split, k)[:max_tokens]
-        for k in (
-            "token_ids",
-            "rule_class_ids",
-            "values",
-            "coords",
-            "convert_targets",
-            "article_ids",
-        )
-    }
-    return replace(split, **arrays)
 
 
 def objective_mask(corpus: PreparedCorpus, split: Split, table: str, objective: str) -> np.ndarray:
@@ -62,31 +42,26 @@ def evaluate_run(
     split: str = "test",
     lambda_objective: str = "table",
     max_tokens: int = 0,
-    scores: dict[str, NSLMScores] | None = None,
+    scores: dict[str, SplitScores] | None = None,
     extra: Sequence[ColumnSource] = (),
+    scorer: Scorer | None = None,
 ) -> dict[str, Any]:
     """Score valid (for λ) and ``split``; return every table of the run as JSON-ready data.
 
-    ``scores`` may hold already computed :class:`NSLMScores` by split name (the benchmark
+    ``scores`` may hold already computed :class:`SplitScores` by split name (the benchmark
     reuses them). ``extra`` adds columns after the run's own
-    (:class:`nslm.evaluation.columns.ColumnSource`).
+    (:class:`nslm.evaluation.columns.ColumnSource`); give the ``scorer`` the extras read
+    from, so that all of them share its one backbone pass per split.
     """
     if lambda_objective not in OBJECTIVES:
         raise NslmError(f"λ objective must be one of {', '.join(OBJECTIVES)}")
     corpus = loaded.corpus
-    cfg = loaded.cfg
+    scorer = scorer or loaded.scorer()
     scores = dict(scores or {})
     data = {s: head_of(corpus.splits[s], max_tokens) for s in {"valid", split}}
     for name, part in data.items():
-        if name in scores:
-            continue
-        # one backbone pass for the run's columns and the extras, when a source shares one
-        shared = (source.nslm_scores(name, part, micro) for source in extra)
-        scores[name] = next((got for got in shared if got is not None), None)
-        if scores[name] is None:
-            scores[name] = score_nslm(
-                loaded.model, part, micro, batch_size=cfg.eval_batch_size, bptt=cfg.bptt
-            )
+        if name not in scores:
+            scores[name] = scorer.nslm(part, micro)
     valid, target = scores["valid"], scores[split]
     selected = selected_summary(micro)
     out: dict[str, Any] = {
@@ -147,14 +122,3 @@ def _objective_text(result: dict[str, Any], table: str) -> str:
         return "Global perplexity"
     agg = TABLES[table][1] or "User"
     return f"{agg} perplexity"
-
-
-def finite_or_none(obj: Any) -> Any:
-    """JSON has no NaN/inf: nested floats that are not finite become null."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite_or_none(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [finite_or_none(v) for v in obj]
-    return obj

@@ -20,6 +20,7 @@ from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.numbers import NUMBER_CLASSES
 from nslm.data.places import PLACE_CLASSES
 from nslm.evaluation.perplexity import class_perplexities
+from nslm.scores.perplexity import perplexity
 
 # table key → (title, aggregate row, the family's classes or None for "the user classes")
 TABLES: dict[str, tuple[str, str | None, tuple[str, ...] | None]] = {
@@ -78,7 +79,7 @@ def build_table(
         # user classes: their aggregate is every position of these classes together
         ids = [corpus.class_names.index(c) for c in classes]
         mask = np.isin(split.class_ids, ids)
-        rows["User"] = {m: _ppl(lp[mask]) for m, lp in columns.items()}
+        rows["User"] = {m: perplexity(lp[mask]) for m, lp in columns.items()}
         tokens["User"] = int((mask & ~np.isnan(next(iter(columns.values())))).sum())
         agg_rows = ["User", "Global"]
     change = {
@@ -104,11 +105,6 @@ def build_table(
         "oov_class_tokens": int(oov.sum()),
         "oov_by_class": oov_by_class,
     }
-
-
-def _ppl(values: np.ndarray) -> float:
-    values = values[~np.isnan(values)]
-    return math.nan if values.size == 0 else float(math.exp(-values.mean()))
 
 
 def fmt_ppl(x: float) -> str:

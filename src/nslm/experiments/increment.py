@@ -141,10 +141,10 @@ def run_one(
     """One corpus size: write the corpus → prepare → train → fit-micro (diff) → score."""
     from nslm.data import prepare_corpus
     from nslm.data.custom import parse_class_rule
-    from nslm.evaluation.perplexity import perplexity
     from nslm.runs.load import load_run
     from nslm.runs.micro import fit_run_micro, load_run_micro, write_run_micro
-    from nslm.scores.passes import score_nslm
+    from nslm.scores.passes import Scorer
+    from nslm.scores.perplexity import perplexity
     from nslm.training.loop import train
 
     start = time.perf_counter()
@@ -175,11 +175,10 @@ def run_one(
 
     t0 = time.perf_counter()
     row: dict[str, Any] = {}
+    scorer = Scorer(loaded.model, loaded.classes, batch_size=cfg.batch_size, bptt=cfg.bptt)
     for split in ("train", "test"):
         data = corpus.splits[split]
-        scores = score_nslm(
-            loaded.model, data, micro, with_hnlm=False, batch_size=cfg.batch_size, bptt=cfg.bptt
-        )
+        scores = scorer.nslm(data, micro, ("nnlm", "top"))
         where = second_numbers(data)
         row[f"nnlm_{split}"] = perplexity(scores.nnlm[where])
         row[f"nslm_{split}"] = perplexity(scores.pure[where])  # Eq. 4

@@ -5,7 +5,7 @@ plus O(V) numpy for
 
     P_NSLM(w | h) = P_top(w | h) + Σ_c P(c | h) · P_MM(w | c, w_prev^(c))       (Eq. 4)
 
-i.e. :meth:`nslm.scores.mixture.FullDistribution.marginal`: the HNLM's top softmax over
+i.e. :meth:`nslm.scores.distribution.FullDistribution.marginal`: the HNLM's top softmax over
 (words ∪ class tags), each tag's mass spread over V_c by its micro-model (or by the HNLM's
 within-class softmax, Eq. 3, for a class without one).
 
@@ -45,8 +45,7 @@ from nslm.generation.sampling import Sampler
 from nslm.micro.context import Context
 from nslm.micro.model import MicroModel
 from nslm.runs.load import LoadedRun
-from nslm.scores.mixture import FullDistribution
-from nslm.scores.passes import distribution_from_features
+from nslm.scores.distribution import FullDistribution
 
 
 @dataclass(frozen=True)
@@ -127,6 +126,7 @@ class NslmStepper:
 
     def __init__(self, loaded: LoadedRun, micro: dict[str, MicroModel], prompt: str) -> None:
         self.model, self.corpus = loaded.model, loaded.corpus
+        self.scorer = loaded.scorer()
         self.micro = micro
         vocab = self.corpus.vocab
         self.eos_id = vocab.stoi[EOS]
@@ -154,8 +154,8 @@ class NslmStepper:
         """Eq. 4's parts for the next token (one row); computed once per step."""
         if self._full is None:
             rows = {name: mm.log_prob(self.contexts[name]) for name, mm in self.micro.items()}
-            self._full = distribution_from_features(
-                self.model, self._h, self.micro, self.corpus.class_names, rows
+            self._full = self.scorer.distribution(
+                self._h, self.micro, self.corpus.class_names, rows
             )
         return self._full
 
@@ -165,15 +165,8 @@ class NslmStepper:
 
     def readings(self, token_id: int) -> tuple[list[int], np.ndarray]:
         """The readings of a type (0 = word, else a class id) and log P(reading, w | h)."""
-        full = self.distribution()
-        classes, logp = [0], [float(full.word[0, token_id])]
-        for c, (ids, within) in full.within.items():
-            at = int(np.searchsorted(ids, token_id))
-            if at < len(ids) and ids[at] == token_id:
-                classes.append(c)
-                logp.append(float(full.tag[0, c] + within[0, at]))
-        keep = [i for i, v in enumerate(logp) if np.isfinite(v)]
-        return [classes[i] for i in keep], np.array([logp[i] for i in keep])
+        readings = self.distribution().readings(0, token_id)
+        return [r.cls for r in readings], np.array([r.log_prob for r in readings])
 
     def advance(self, token_id: int, cls: int) -> None:
         """Feed the token (read as ``cls``) to the backbone and to the micro contexts."""

@@ -27,7 +27,7 @@ from nslm.data.vocab import EOS
 from nslm.errors import NslmError
 from nslm.micro.model import MicroModel
 from nslm.runs.load import LoadedRun
-from nslm.scores.passes import distribution_from_features
+from nslm.scores.mixture import ensemble_log_probs
 
 DEFAULT_PROMPT = "William the Conqueror won the Battle of Hastings in 1066 , and died in"
 
@@ -60,18 +60,17 @@ def prompt_split(loaded: LoadedRun, prompt: str) -> tuple[Split, list[str]]:
     return split, tokens
 
 
-@torch.no_grad()
-def predict(
-    loaded: LoadedRun, micro: dict[str, MicroModel], prompt: str, *, k: int = 10, lam: float = 0.0
-) -> dict[str, Any]:
-    """Top-k next tokens under the NNLM and the NSLM, with the NSLM's breakdown (Eq. 4)."""
-    model, corpus = loaded.model, loaded.corpus
-    split, tokens = prompt_split(loaded, prompt)
-    history = [corpus.vocab.stoi[EOS], *split.token_ids[:-1].tolist()]
-    model.eval()
-    h, _ = model.features(torch.as_tensor(history, dtype=torch.long).unsqueeze(1), None)
-    last = h[-1].float()  # (1, D)
-    nnlm = model.heads["nnlm"].log_dist(last)[0].double().numpy()
+def oov_words(loaded: LoadedRun, tokens: list[str]) -> list[str]:
+    """The prompt's tokens outside the run's vocabulary (the LM reads each as ``<unk>``)."""
+    stoi = loaded.corpus.vocab.stoi
+    return list(dict.fromkeys(t for t in tokens if t not in stoi))
+
+
+def micro_contexts(
+    micro: dict[str, MicroModel], split: Split, tokens: list[str]
+) -> tuple[dict[str, np.ndarray], dict[str, str | None]]:
+    """Each micro-model's log P_MM over V_c at the slot after the prompt, and the context
+    w_prev^(c) it used, as text (None: no previous token of its class, the unigram)."""
     nxt = np.array([len(split) - 1])
     rows, contexts = {}, {}
     pending = quantity_before(tokens, len(tokens))  # what <convert>'s context shows
@@ -83,35 +82,50 @@ def predict(
         if "convert_target" in mm.metric.needs:
             has = pending is not None and bool(np.isfinite(ctx.convert_target).any())
             contexts[name] = f"{pending[0]:g} {pending[1].name}" if has else None
-    full = distribution_from_features(model, last, micro, corpus.class_names, rows)
-    pure = full.marginal()[0]
-    nslm = pure if lam == 0 else np.logaddexp(math.log(lam) + nnlm, math.log1p(-lam) + pure)
+    return rows, contexts
+
+
+@torch.no_grad()
+def predict(
+    loaded: LoadedRun, micro: dict[str, MicroModel], prompt: str, *, k: int = 10, lam: float = 0.0
+) -> dict[str, Any]:
+    """Top-k next tokens under the NNLM and the NSLM, with the NSLM's breakdown (Eq. 4).
+
+    ``lam`` is the ensemble's λ (0 = the NSLM of Eq. 4 alone).
+    """
+    corpus = loaded.corpus
+    split, tokens = prompt_split(loaded, prompt)
+    scorer = loaded.scorer()
+    last = scorer.last_features([corpus.vocab.stoi[EOS], *split.token_ids[:-1].tolist()])
+    nnlm = loaded.model.heads["nnlm"].log_dist(last)[0].double().numpy()
+    rows, contexts = micro_contexts(micro, split, tokens)
+    full = scorer.distribution(last, micro, corpus.class_names, rows)
+    nslm = ensemble_log_probs(nnlm, full.marginal()[0], lam)
     itos = corpus.vocab.itos
-    tags = full.tag[0]
 
     def breakdown(w: int) -> list[dict[str, Any]]:
         parts = []
-        if np.isfinite(full.word[0, w]):
-            parts.append({"as": "word", "p": math.exp(full.word[0, w])})
-        for c, (ids, logp) in full.within.items():
-            at = np.searchsorted(ids, w)
-            if at < len(ids) and ids[at] == w:
-                name = corpus.class_names[c]
-                parts.append(
-                    {
-                        "as": f"<{name}>",
-                        "p_class": math.exp(tags[c]),
-                        "p_in_class": math.exp(logp[0, at]),
-                        "p": math.exp(tags[c] + logp[0, at]),
-                        "model": full.source[c],
-                        "context": contexts.get(name),
-                    }
-                )
+        for r in full.readings(0, w):
+            if r.cls == 0:
+                parts.append({"as": "word", "p": math.exp(r.log_prob)})
+                continue
+            name = corpus.class_names[r.cls]
+            parts.append(
+                {
+                    "as": f"<{name}>",
+                    "p_class": math.exp(r.log_class),
+                    "p_in_class": math.exp(r.log_within),
+                    "p": math.exp(r.log_prob),
+                    "model": full.source[r.cls],
+                    "context": contexts.get(name),
+                }
+            )
         return sorted(parts, key=lambda d: -d["p"])
 
     def top(logp: np.ndarray) -> list[int]:
         return np.argsort(-logp, kind="stable")[:k].tolist()
 
+    tags = full.tag[0]
     classes = []
     for c in np.flatnonzero(np.isfinite(tags)).tolist():
         name = corpus.class_names[c]
@@ -131,6 +145,7 @@ def predict(
     return {
         "prompt": prompt,
         "tokens": tokens,
+        "oov": oov_words(loaded, tokens),
         "lambda": lam,
         "nnlm": [{"token": itos[w], "p": math.exp(nnlm[w])} for w in top(nnlm)],
         "nslm": [
@@ -147,29 +162,41 @@ def predict(
     }
 
 
+# A reading below this share of its token's probability is left out of the printed breakdown
+# (every year is also a possible <range>, at a tiny probability: that line helps nobody).
+SHOWN_SHARE = 0.01
+WIDTH = 80
+
+
 def render(result: dict[str, Any]) -> str:
-    """The prediction as text: two top-k lists and the class × micro-model breakdown."""
-    lines = [f"prompt: {' '.join(result['tokens'])}", ""]
-    lines.append(f"{'NNLM':<24}  NSLM (λ={result['lambda']:.2f}) = P(class) × P_MM(token)")
+    """The prediction as text in 80 columns: two top-k lists, then P(class) × P_MM per class."""
+    lines = [f"prompt: {' '.join(result['tokens'])}"]
+    if result.get("oov"):
+        lines.append(f"not in the vocabulary, read as <unk>: {', '.join(result['oov'])}")
+    lam = result["lambda"]
+    mix = "the NSLM of Eq. 4 alone" if lam == 0 else f"{lam:.2f}·NNLM + {1 - lam:.2f}·NSLM"
+    lines += ["", f"{'NNLM':<22}  NSLM: {mix}"]
     for i, item in enumerate(result["nslm"]):
         left = result["nnlm"][i] if i < len(result["nnlm"]) else None
         ltxt = f"{left['token'][:14]:<14} {left['p']:.4f}" if left else ""
-        parts = "; ".join(_part(p) for p in item["breakdown"][:2])
-        lines.append(f"{ltxt:<24}  {item['token'][:14]:<14} {item['p']:.4f}  = {parts}")
-    lines.append("")
-    lines.append("P(class | h) × P_MM(token | class, previous class token), best 3 per class:")
+        shown = [p for p in item["breakdown"] if p["p"] >= SHOWN_SHARE * item["p"]]
+        why = "; ".join(_part(p) for p in shown[:1])
+        line = f"{ltxt:<22}  {item['token'][:14]:<14} {item['p']:.4f}  {why}"
+        lines.append(line[:WIDTH])
+    lines += ["", "P(class | h), its micro-model [metric+PDF, previous class token], best 3:"]
     for d in result["classes"]:
         if d["model"] == "neural":
-            prev = ""  # the HNLM's within-class softmax (Eq. 3): no micro-model context
+            how = "neural"  # the model's within-class softmax (Eq. 3): no micro-model context
         else:
-            prev = f", prev {d['context']}" if d["context"] else ", no context: unigram"
-        best = "  ".join(f"{t['token']} {t['p_in_class']:.3f}" for t in d["top"])
-        lines.append(f"  {d['class']:<10} {d['p_class']:.4f} [{d['model']}{prev}]  {best}")
+            prev = f"prev {d['context']}" if d["context"] else "no prev: unigram"
+            how = f"{d['model']}, {prev}"
+        lines.append(f"  {d['class']:<10} {d['p_class']:.4f}  [{how}]"[:WIDTH])
+        best = "  ".join(f"{t['token'][:16]} {t['p_in_class']:.3f}" for t in d["top"])
+        lines.append(f"      {best}"[:WIDTH])
     return "\n".join(lines)
 
 
 def _part(p: dict[str, Any]) -> str:
     if p["as"] == "word":
-        return f"word {p['p']:.4f}"
-    ctx = f", prev {p['context']}" if p.get("context") else ""
-    return f"{p['as']} {p['p_class']:.3f} × {p['p_in_class']:.4f} [{p['model']}{ctx}]"
+        return "as a word"
+    return f"= {p['as']} {p['p_class']:.3f} × {p['p_in_class']:.3f}"

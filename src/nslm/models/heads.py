@@ -207,6 +207,12 @@ class HNLMHead(nn.Module):
     def _top_targets(self, targets: Tensor, classes: Tensor) -> Tensor:
         return torch.where(classes > 0, self.top_of_tag[classes], self.top_of_word[targets])
 
+    def within_log_dist(self, h: Tensor, cls: int) -> Tensor:
+        """log P_C(w | c, h) over every w of V_c, in V_c's order: (N, |V_c|) (Eq. 3)."""
+        rows = self._rows[cls]
+        logits = F.linear(h, self.within.weight[rows], self.within.bias[rows]).float()
+        return F.log_softmax(logits, dim=-1)
+
     def within_log_prob(self, h: Tensor, targets: Tensor, classes: Tensor) -> Tensor:
         """log P_C(w | c, h) at class positions (0 at word positions)."""
         out = torch.zeros(h.shape[0], dtype=torch.float32, device=h.device)

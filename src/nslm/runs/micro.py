@@ -5,7 +5,7 @@
 corpus the run was trained on (same ``classes`` and ``class_rules``, hence the same
 vocabulary), and writes the selections, every grid cell and every fitted parameter next to
 the weights. The NSLM (Eq. 4) then multiplies the HNLM's P(c | h) by these P_MM (for a run
-without an HNLM head, the single-task P(c | h) of :mod:`nslm.scores.single_task`).
+without an HNLM head, the single-task P(c | h) of :mod:`nslm.scores.classes`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from nslm.errors import NslmError
-from nslm.scores.single_task import tagged_classes
 from nslm.micro.model import MicroModel
 from nslm.micro.pdfs import pdf_names
 from nslm.micro.pipeline import fit_micro
@@ -39,7 +38,7 @@ def run_classes(loaded: LoadedRun, wanted: list[str] | None = None) -> list[str]
     """
     corpus = loaded.corpus
     # The HNLM's tags, or for an NNLM-only run the single-task NSLM's V_c (paper Table 8).
-    tagged = tagged_classes(loaded.model)
+    tagged = loaded.classes.tagged
     names = list(corpus.class_names[1:])
     for name in names if wanted is None else wanted:
         if name not in names:

@@ -1,36 +1,36 @@
-"""Score a split with the NNLM, HNLM and NSLM heads of a run, per position and in full.
+"""The one scoring pass: a split in, exact per-position log-probabilities of every part out.
 
-The stream layout is :func:`nslm.scores.positions.score_arrays`'s (parallel streams cut at article
-starts, TBPTT windows, state carried), so every number here agrees with ``nslm eval``'s
-global perplexities. What this adds: the NSLM of paper Eq. 4 (HNLM top-level softmax ×
-micro-model), only the parts a model needs (an NNLM-only pass for the cost benchmark), and
-the full next-token distribution at chosen positions (the sum-to-one checks).
+Every consumer goes through :class:`Scorer`: the tables and their extra columns (cache,
+CRNN, n-gram NSLM, rarity), validation during training, the increment experiment, the
+cost benchmark, and — through :meth:`Scorer.distribution` — ``predict`` and generation.
+
+The stream layout is training's (:func:`nslm.batches.make_streams`: parallel streams cut at
+article starts, TBPTT windows, state carried), so a split scores the same wherever it is
+scored. Every array is float64, aligned with ``split.token_ids``: entry t is the natural log
+of the probability of the token actually at t given w_<t, NaN where unscored (position 0).
+Where P(c | h) comes from (the HNLM's top level, or the single-task sum over V_c) is the
+run's :class:`~nslm.scores.classes.ClassFactor`, not a branch here.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from nslm.batches.streams import make_streams
+from nslm.batches import make_streams
 from nslm.data.corpus import Split
 from nslm.micro.model import MicroModel
 from nslm.micro.pipeline import micro_log_probs
 from nslm.models.lm import LanguageModel
-from nslm.scores.mixture import (
-    FullDistribution,
-    ensemble_log_probs,
-    full_distribution,
-    nslm_log_probs,
-)
-
-PARTS = ("nnlm", "hnlm", "top")
+from nslm.scores.classes import ClassFactor, NeuralOnly
+from nslm.scores.distribution import FullDistribution
+from nslm.scores.mixture import ensemble_log_probs, nslm_log_probs
+from nslm.scores.perplexity import perplexity
 
 
 def use_threads(threads: int) -> None:
@@ -41,11 +41,22 @@ def use_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
+def head_of(split: Split, max_tokens: int) -> Split:
+    """The first ``max_tokens`` positions of a split (0 = all): quick looks and tests."""
+    if max_tokens <= 0 or max_tokens >= len(split):
+        return split
+    names = ("token_ids", "rule_class_ids", "values", "coords", "convert_targets", "article_ids")
+    return replace(split, **{k: getattr(split, k)[:max_tokens] for k in names})
+
+
 @torch.no_grad()
 def feature_batches(
-    model: LanguageModel, split: Split, *, batch_size: int = 16, bptt: int = 70
+    model: LanguageModel, split: Split, *, batch_size: int = 16, bptt: int = 70, bf16: bool = False
 ) -> Iterator[tuple[Tensor, Tensor, Tensor, np.ndarray]]:
-    """(features, targets, classes, split positions) for every scored position, in windows."""
+    """(features, targets, classes, split positions) for every scored position, in windows.
+
+    ``bf16`` runs the backbone under CPU bfloat16 autocast; the features come out float32.
+    """
     n = len(split)
     batch_size = max(1, min(batch_size, n // 2))
     streams = make_streams(
@@ -56,7 +67,8 @@ def feature_batches(
     state = None
     try:
         for _, (x, y, c, pos) in streams.batches(bptt):
-            h, state = model.features(torch.from_numpy(x), state)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                h, state = model.features(torch.from_numpy(x), state)
             keep = pos.reshape(-1) >= 0
             hv = h.reshape(-1, h.shape[-1])[torch.from_numpy(keep)].float()
             yield (
@@ -69,43 +81,36 @@ def feature_batches(
         model.train(was_training)
 
 
-@torch.no_grad()
-def score_parts(
-    model: LanguageModel, split: Split, parts: tuple[str, ...] = PARTS, **kwargs
-) -> dict[str, np.ndarray]:
-    """Per-position log-probabilities of the asked ``parts`` (NaN = unscored).
-
-    ``nnlm``: Eq. 2; ``hnlm``: Eq. 3; ``top``: log P(c_t | h) at class positions and
-    log P_top(w_t | h) at word positions (the NSLM's neural factor, Eq. 4).
-    """
-    if "top" in parts and "hnlm" not in model.heads:  # single-task P(c | h) (Table 8)
-        from nslm.scores.single_task import score_single_task
-
-        if "hnlm" in parts:
-            raise ValueError("this model has no HNLM head")
-        got = score_single_task(model, split, {}, **kwargs)
-        return {p: getattr(got, p) for p in parts}
-    out = {p: np.full(len(split), np.nan) for p in parts}
-    for hv, yv, cv, where in feature_batches(model, split, **kwargs):
-        for name, lp in model.target_log_probs(hv, yv, cv, parts).items():
-            out[name][where] = lp.double().numpy()
-    return out
-
-
 @dataclass
-class NSLMScores:
-    """Per-position log-probabilities of one split for every column of the tables."""
+class SplitScores:
+    """Per-position log-probabilities of one split (None: not asked, or not in this run).
 
-    nnlm: np.ndarray
-    hnlm: np.ndarray | None
-    top: np.ndarray
-    micro: np.ndarray  # log P_MM at covered class positions, NaN elsewhere
-    pure: np.ndarray  # Eq. 4
+    * ``nnlm`` — log P_NNLM(w_t | h) (Eq. 2)
+    * ``hnlm`` — log P_HNLM(w_t | h) (Eq. 3); None for a single-task run
+    * ``top`` — log P(c_t | h) at class positions, the word's top-level score at words
+    * ``neural`` — a class position's score when its class has no micro-model
+    * ``micro`` — log P_MM(w_t | c_t, w_prev) at covered class positions, NaN elsewhere
+    * ``pure`` — the NSLM, Eq. 4: ``top`` + ``micro`` (``neural`` where uncovered)
+    * ``features`` — (N, D) float32 backbone states, row t the one that predicted w_t
+    """
+
+    nnlm: np.ndarray | None = None
+    hnlm: np.ndarray | None = None
+    top: np.ndarray | None = None
+    neural: np.ndarray | None = None
+    micro: np.ndarray | None = None
+    pure: np.ndarray | None = None
+    features: Tensor | None = None
+
+    def perplexity(self, part: str) -> float:
+        return perplexity(getattr(self, part))
 
     def ensemble(self, lam: float) -> np.ndarray:
+        """The reported NSLM: λ·P_NNLM + (1 − λ)·P_NSLM (the paper's ensemble)."""
         return ensemble_log_probs(self.nnlm, self.pure, lam)
 
     def columns(self, lam: float) -> dict[str, np.ndarray]:
+        """The run's own table columns: NNLM, HNLM (if any), NSLM (λ-ensemble), NSLM-pure."""
         cols = {"NNLM": self.nnlm}
         if self.hnlm is not None:
             cols["HNLM"] = self.hnlm
@@ -114,132 +119,152 @@ class NSLMScores:
         return cols
 
 
-def score_nslm(
-    model: LanguageModel,
-    split: Split,
-    micro: dict[str, MicroModel],
-    *,
-    with_hnlm: bool = True,
-    **kwargs,
-) -> NSLMScores:
-    """Score ``split`` with the NNLM, (optionally) the HNLM and the NSLM (Eq. 4)."""
-    if "hnlm" not in model.heads:  # single-task NSLM: P(c | h) from the NNLM (Table 8)
-        from nslm.scores.single_task import score_single_task
+class Scorer:
+    """A model, its class factor and the evaluation stream settings; scores splits.
 
-        return score_single_task(model, split, micro, **kwargs)
-    parts = ("nnlm", "hnlm", "top") if with_hnlm else ("nnlm", "top")
-    got = score_parts(model, split, parts, **kwargs)
-    mm = micro_log_probs(micro, split)
-    pure = nslm_log_probs(got["top"], split.class_ids, mm, got.get("hnlm"))
-    return NSLMScores(got["nnlm"], got.get("hnlm"), got["top"], mm, pure)
+    Full passes (every part the run has) are memoised per split name and length, so the
+    run's columns, the cache's hidden states and the CRNN's P(c | h) share one backbone pass.
+    """
 
+    def __init__(
+        self,
+        model: LanguageModel,
+        classes: ClassFactor | None = None,
+        *,
+        batch_size: int = 16,
+        bptt: int = 70,
+        bf16: bool = False,
+        keep_features: bool = False,
+    ) -> None:
+        self.model = model
+        self.classes = classes if classes is not None else NeuralOnly(model)
+        self.batch_size, self.bptt, self.bf16 = batch_size, bptt, bf16
+        self.keep_features = keep_features
+        self._memo: dict[tuple[str, int], SplitScores] = {}
 
-def neural_within(model: LanguageModel, h: Tensor, cls: int) -> np.ndarray:
-    """The HNLM's within-class log-softmax over V_c (Eq. 3's P_C) for features h: (N, K)."""
-    head = model.heads["hnlm"]
-    rows = head._rows[cls]  # the output rows of V_c's members (HNLMHead keeps them)
-    logits = F.linear(h, head.within.weight[rows], head.within.bias[rows]).float()
-    return F.log_softmax(logits, dim=-1).double().numpy()
+    def batches(self, split: Split) -> Iterator[tuple[Tensor, Tensor, Tensor, np.ndarray]]:
+        return feature_batches(
+            self.model, split, batch_size=self.batch_size, bptt=self.bptt, bf16=self.bf16
+        )
 
+    @torch.no_grad()
+    def score(self, split: Split, parts: Sequence[str] | None = None) -> SplitScores:
+        """The asked ``parts`` of :data:`nslm.scores.classes.PARTS` (default: all the run
+        has, memoised) for ``split``."""
+        if parts is None:
+            key = (split.name, len(split))
+            if key not in self._memo:
+                self._memo[key] = self._run(split, self.classes.parts, self.keep_features)
+            return self._memo[key]
+        return self._run(split, tuple(parts), False)
 
-def micro_part(
-    mm: MicroModel, members: np.ndarray, rows: np.ndarray
-) -> tuple[tuple[np.ndarray, np.ndarray], str]:
-    """Class c's within-class part of the NSLM distribution from its micro-model (Eq. 4's
-    P_MM rows over V_c) and the name of the pair that produced it."""
-    if not np.array_equal(mm.cls.candidates.vocab_ids, members):
-        raise ValueError(f"<{mm.cls.name}>: the micro-model's V_c differs from the LM's")
-    return (members, rows), f"{mm.metric.name}+{mm.pdf.name}"
+    def _run(self, split: Split, parts: tuple[str, ...], keep_features: bool) -> SplitScores:
+        self.classes.check(parts)
+        n = len(split)
+        out = {p: np.full(n, np.nan) for p in parts}
+        feats = torch.zeros(n, self.model.backbone.out_dim) if keep_features else None
+        for hv, yv, cv, where in self.batches(split):
+            for part, lp in self.classes.target_scores(self.model, hv, yv, cv, parts).items():
+                out[part][where] = lp.numpy()
+            if feats is not None:
+                feats[torch.from_numpy(where)] = hv
+        return SplitScores(**out, features=feats)
+
+    def nslm(
+        self, split: Split, micro: dict[str, MicroModel], parts: Sequence[str] | None = None
+    ) -> SplitScores:
+        """:meth:`score` plus the micro-models' P_MM and the NSLM of Eq. 4 (``pure``)."""
+        got = self.score(split, parts)
+        mm = micro_log_probs(micro, split)
+        return replace(got, micro=mm, pure=nslm_log_probs(got.top, split.class_ids, mm, got.neural))
+
+    def distribution(
+        self,
+        h: Tensor,
+        micro: dict[str, MicroModel],
+        class_names: tuple[str, ...],
+        micro_rows: dict[str, np.ndarray],
+    ) -> FullDistribution:
+        """The NSLM's full next-token distribution for features ``h`` (N, D)."""
+        return self.classes.distribution(self.model, h, micro, class_names, micro_rows)
+
+    @torch.no_grad()
+    def distribution_at(
+        self,
+        split: Split,
+        positions: np.ndarray,
+        micro: dict[str, MicroModel],
+        class_names: tuple[str, ...],
+    ) -> FullDistribution:
+        """The NSLM's distribution over every type at ``positions`` of ``split`` (sorted,
+        unique), from the same states as :meth:`score` (the sum-to-one checks)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        wanted = np.zeros(len(split), dtype=bool)
+        wanted[positions] = True
+        feats = torch.zeros(len(positions), self.model.backbone.out_dim)
+        for hv, _, _, where in self.batches(split):
+            hit = wanted[where]
+            if hit.any():
+                rows = torch.from_numpy(np.searchsorted(positions, where[hit]))
+                feats[rows] = hv[torch.from_numpy(hit)]
+        rows = {}
+        for name, mm in micro.items():
+            rows[name] = mm.log_prob(mm.cls.context(split, positions, mm.context))
+        return self.distribution(feats, micro, class_names, rows)
+
+    @torch.no_grad()
+    def last_features(self, history: Sequence[int]) -> Tensor:
+        """The backbone state after reading ``history`` (type ids) from a fresh state: (1, D)."""
+        if len(history) == 0:
+            raise ValueError("a history needs at least one token")
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            x = torch.as_tensor(list(history), dtype=torch.long).unsqueeze(1)
+            h, _ = self.model.features(x, None)
+        finally:
+            self.model.train(was_training)
+        return h[-1:].reshape(1, -1).float()
+
+    def time_eval(self, split: Split, micro: dict[str, MicroModel], lam: float) -> dict:
+        """Wall time of an NNLM-only evaluation and of the NSLM evaluations, side by side.
+
+        NNLM-only: backbone + NNLM head. NSLM (the reported ensemble): backbone + NNLM head
+        + P(c | h) + micro-models + the mixture; with ``hnlm_top = "shared"`` the NNLM head
+        and the top level are one pass over the same logits. NSLM-pure (Eq. 4 alone):
+        backbone + P(c | h) + micro-models. The HNLM's within-class softmax is needed by
+        neither and is not computed.
+        """
+        t0 = time.perf_counter()
+        self.score(split, ("nnlm",))
+        t_nnlm = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.nslm(split, micro, ("nnlm", "top")).ensemble(lam)
+        t_nslm = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.nslm(split, micro, ("top",))
+        t_pure = time.perf_counter() - t0
+        return {
+            "nnlm_seconds": t_nnlm,
+            "nslm_seconds": t_nslm,
+            "nslm_pure_seconds": t_pure,
+            "ratio": t_nslm / t_nnlm,
+            "ratio_pure": t_pure / t_nnlm,
+        }
 
 
 @torch.no_grad()
-def distribution_from_features(
-    model: LanguageModel,
-    h: Tensor,
-    micro: dict[str, MicroModel],
-    class_names: tuple[str, ...],
-    micro_rows: dict[str, np.ndarray],
-) -> FullDistribution:
-    """The NSLM's full next-token distribution for features ``h`` (N, D).
+def next_token_log_probs(model: LanguageModel, history: Sequence[int]) -> dict[str, np.ndarray]:
+    """Every head's full next-token distribution after ``history`` (type ids): {head: (V,)}.
 
-    ``micro_rows[class]`` holds log P_MM over V_c for each of the N rows (the micro-model's
-    context differs per position, so the caller builds it); a tagged class without a
-    micro-model uses the HNLM's neural within-class softmax.
+    With an HNLM head, ``"hnlm_classes"`` adds log P(tag c | history) for every class c (NaN
+    for c = 0 and for classes without a tag).
     """
-    if "hnlm" not in model.heads:  # single-task NSLM: P(c | h) from the NNLM (Table 8)
-        from nslm.scores.single_task import distribution
-
-        return distribution(model, h, micro, class_names, micro_rows)
-    head = model.heads["hnlm"]
-    layout = head.layout
-    top = head.top.log_prob(h).double().numpy()
-    within: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    source: dict[int, str] = {}
-    for c in np.flatnonzero(layout.top_of_tag >= 0).tolist():
-        name = class_names[c]
-        members = layout.members[c]
-        if name in micro:
-            within[c], source[c] = micro_part(micro[name], members, micro_rows[name])
-        else:
-            within[c] = (members, neural_within(model, h, c))
-            source[c] = "neural"
-    return full_distribution(top, layout.top_of_word, layout.top_of_tag, within, source)
-
-
-@torch.no_grad()
-def full_distribution_at(
-    model: LanguageModel,
-    split: Split,
-    positions: np.ndarray,
-    micro: dict[str, MicroModel],
-    class_names: tuple[str, ...],
-    **kwargs,
-) -> FullDistribution:
-    """The NSLM's distribution over every type at ``positions`` of ``split`` (sorted, unique),
-    with the same states as :func:`score_nslm` (the per-position scores must agree with it)."""
-    positions = np.asarray(positions, dtype=np.int64)
-    wanted = np.zeros(len(split), dtype=bool)
-    wanted[positions] = True
-    feats = torch.zeros(len(positions), model.backbone.out_dim)
-    for hv, _, _, where in feature_batches(model, split, **kwargs):
-        hit = wanted[where]
-        if hit.any():
-            feats[torch.from_numpy(np.searchsorted(positions, where[hit]))] = hv[
-                torch.from_numpy(hit)
-            ]
-    rows = {}
-    for name, mm in micro.items():
-        ctx = mm.cls.context(split, positions, mm.context)
-        rows[name] = mm.log_prob(ctx)
-    return distribution_from_features(model, feats, micro, class_names, rows)
-
-
-def time_eval(
-    model: LanguageModel, split: Split, micro: dict[str, MicroModel], lam: float, **kwargs
-) -> dict[str, float]:
-    """Wall time of an NNLM-only evaluation and of the NSLM evaluations, side by side.
-
-    NNLM-only: backbone + NNLM head. NSLM (the reported ensemble, SPEC §9): backbone + NNLM
-    head + the HNLM's top level + micro-models + the mixture; with ``hnlm_top = "shared"``
-    the NNLM head and the top level are one pass over the same logits. NSLM-pure (Eq. 4 alone):
-    backbone + the HNLM's top level + micro-models. The HNLM's neural within-class softmax
-    is needed by neither and is not computed.
-    """
-    t0 = time.perf_counter()
-    score_parts(model, split, ("nnlm",), **kwargs)
-    t_nnlm = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    scores = score_nslm(model, split, micro, with_hnlm=False, **kwargs)
-    scores.ensemble(lam)
-    t_nslm = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    top = score_parts(model, split, ("top",), **kwargs)["top"]
-    nslm_log_probs(top, split.class_ids, micro_log_probs(micro, split))
-    t_pure = time.perf_counter() - t0
-    return {
-        "nnlm_seconds": t_nnlm,
-        "nslm_seconds": t_nslm,
-        "nslm_pure_seconds": t_pure,
-        "ratio": t_nslm / t_nnlm,
-        "ratio_pure": t_pure / t_nnlm,
-    }
+    last = Scorer(model).last_features(history)
+    result = {name: head.log_dist(last)[0].double().numpy() for name, head in model.heads.items()}
+    if "hnlm" in model.heads:
+        head = model.heads["hnlm"]
+        top = head.top.log_prob(last)[0].double().numpy()
+        tags = head.layout.top_of_tag
+        result["hnlm_classes"] = np.where(tags >= 0, top[np.maximum(tags, 0)], np.nan)
+    return result

@@ -1,0 +1,1 @@
+"""A run directory: the trained model, its micro-models and what it needs to run alone."""
