@@ -32,7 +32,7 @@ from pathlib import Path
 from machine import machine_info, today
 
 RESULTS = Path(__file__).parent / "results"
-# KenLM lmplz on the raw stream, measured on this machine (SPEC §9).
+# KenLM lmplz on the raw stream, measured on this machine (BENCHMARKS.md, n-gram section).
 KENLM = {"2": 269.86, "3": 230.89, "4": 226.05, "5": 224.81}
 KENLM_5GRAM_BUILD = {"seconds": 3.3, "peak_gb": 0.45}
 
