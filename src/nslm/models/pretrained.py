@@ -60,19 +60,10 @@ def read_vectors(path: Path, wanted: set[str] | None = None) -> tuple[dict[str, 
                 if number == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
                     dim = int(parts[1])  # word2vec header: count, dimension
                     continue
-                if len(parts) < 2:
-                    raise NslmError(f"{path}:{number}: expected 'word v1 … vd'")
-                if dim == 0:
-                    dim = len(parts) - 1
-                if len(parts) - 1 != dim:
-                    raise NslmError(f"{path}:{number}: {len(parts) - 1} values, expected {dim}")
-                word = parts[0]
-                if wanted is not None and word not in wanted:
-                    continue
-                try:
-                    vectors[word] = np.asarray(parts[1:], dtype=np.float32)
-                except ValueError:
-                    raise NslmError(f"{path}:{number}: a value is not a number") from None
+                dim = dim or len(parts) - 1  # GloVe has no header: the first line says
+                _check_fields(path, number, parts, dim)
+                if wanted is None or parts[0] in wanted:
+                    vectors[parts[0]] = _values(path, number, parts[1:])
     except UnicodeDecodeError:
         raise NslmError(f"{path}: not a UTF-8 text vector file") from None
     except (lzma.LZMAError, EOFError):
@@ -80,6 +71,20 @@ def read_vectors(path: Path, wanted: set[str] | None = None) -> tuple[dict[str, 
     if dim == 0:
         raise NslmError(f"{path}: no vectors in file")
     return vectors, dim
+
+
+def _check_fields(path: Path, number: int, parts: list[str], dim: int) -> None:
+    if len(parts) < 2:
+        raise NslmError(f"{path}:{number}: expected 'word v1 … vd'")
+    if len(parts) - 1 != dim:
+        raise NslmError(f"{path}:{number}: {len(parts) - 1} values, expected {dim}")
+
+
+def _values(path: Path, number: int, fields: list[str]) -> np.ndarray:
+    try:
+        return np.asarray(fields, dtype=np.float32)
+    except ValueError:
+        raise NslmError(f"{path}:{number}: a value is not a number") from None
 
 
 def init_embedding(

@@ -67,15 +67,49 @@ def write_arpa(model: NgramModel, path: Path) -> None:
 def read_arpa(path: Path) -> NgramModel:
     """Read an ARPA file into a :class:`NgramModel`; malformed input raises NslmError."""
     path = Path(path)
+    lines = _read_lines(path)
+    sizes, pos = _read_header(path, lines)
+    sections = []
+    for k, n in enumerate(sizes, start=1):
+        pos = _skip_blank(lines, pos)
+        if pos == len(lines) or lines[pos].strip() != f"\\{k}-grams:":
+            raise NslmError(f"{path}: expected the \\{k}-grams: section at line {pos + 1}")
+        pos += 1
+        chunk = lines[pos : pos + n]
+        if len(chunk) < n:
+            raise NslmError(
+                f"{path}: header says {n} {k}-grams, the \\{k}-grams: section has fewer"
+            )
+        sections.append(_parse_section(path, chunk, k, k < len(sizes), pos))
+        pos += n
+        if pos < len(lines) and lines[pos].strip() and not lines[pos].startswith("\\"):
+            raise NslmError(f"{path}: the \\{k}-grams: section has more than the {n} in the header")
+    pos = _skip_blank(lines, pos)
+    if pos == len(lines) or lines[pos].strip() != "\\end\\":
+        raise NslmError(f"{path}: missing \\end\\ marker")
+    return _assemble(path, sections)
+
+
+def _read_lines(path: Path) -> list[str]:
     try:
         with open(path, encoding="utf-8") as handle:
-            lines = handle.read().split("\n")
+            return handle.read().split("\n")
     except FileNotFoundError:
         raise NslmError(f"ARPA file not found: {path}") from None
     except UnicodeDecodeError:
         raise NslmError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise NslmError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _skip_blank(lines: list[str], pos: int) -> int:
+    while pos < len(lines) and not lines[pos].strip():
+        pos += 1
+    return pos
+
+
+def _read_header(path: Path, lines: list[str]) -> tuple[list[int], int]:
+    """The n-gram counts of the ``\\data\\`` header, and the line after it."""
     pos = 0
     while pos < len(lines) and lines[pos].strip() != "\\data\\":
         pos += 1
@@ -84,8 +118,7 @@ def read_arpa(path: Path) -> NgramModel:
     pos += 1
     sizes: list[int] = []
     while pos < len(lines) and lines[pos].strip().startswith("ngram "):
-        spec = lines[pos].strip()[6:]
-        k_text, _, n_text = spec.partition("=")
+        k_text, _, n_text = lines[pos].strip()[6:].partition("=")
         if not (k_text.strip().isdigit() and n_text.strip().isdigit()):
             raise NslmError(f"{path}:{pos + 1}: broken ARPA header line {lines[pos]!r}")
         if int(k_text) != len(sizes) + 1:
@@ -94,29 +127,7 @@ def read_arpa(path: Path) -> NgramModel:
         pos += 1
     if not sizes:
         raise NslmError(f"{path}: broken ARPA header (no 'ngram k=count' lines)")
-    order = len(sizes)
-    sections = []
-    for k in range(1, order + 1):
-        while pos < len(lines) and not lines[pos].strip():
-            pos += 1
-        if pos == len(lines) or lines[pos].strip() != f"\\{k}-grams:":
-            raise NslmError(f"{path}: expected the \\{k}-grams: section at line {pos + 1}")
-        pos += 1
-        n = sizes[k - 1]
-        chunk = lines[pos : pos + n]
-        if len(chunk) < n:
-            raise NslmError(
-                f"{path}: header says {n} {k}-grams, the \\{k}-grams: section has fewer"
-            )
-        sections.append(_parse_section(path, chunk, k, k < order, pos))
-        pos += n
-        if pos < len(lines) and lines[pos].strip() and not lines[pos].startswith("\\"):
-            raise NslmError(f"{path}: the \\{k}-grams: section has more than the {n} in the header")
-    while pos < len(lines) and not lines[pos].strip():
-        pos += 1
-    if pos == len(lines) or lines[pos].strip() != "\\end\\":
-        raise NslmError(f"{path}: missing \\end\\ marker")
-    return _assemble(path, sections)
+    return sizes, pos
 
 
 def _parse_section(path: Path, chunk: list[str], k: int, may_back_off: bool, first_line: int):
