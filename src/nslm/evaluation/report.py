@@ -17,7 +17,14 @@ import numpy as np
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.errors import NslmError
 from nslm.evaluation.columns import ColumnSource
-from nslm.evaluation.tables import TABLES, build_table, render_table, table_classes, tables_for
+from nslm.evaluation.tables import (
+    LEGEND,
+    TABLES,
+    build_table,
+    render_table,
+    table_classes,
+    tables_for,
+)
 from nslm.micro.model import MicroModel
 from nslm.runs.load import LoadedRun
 from nslm.runs.micro import selected_summary
@@ -114,7 +121,7 @@ def render(result: dict[str, Any]) -> str:
         )
         note = "\n".join([note, *entry.get("notes", [])])  # the extras' lines (cache row, …)
         blocks.append(render_table(entry, note))
-    return "\n\n".join(blocks)
+    return "\n\n".join([*blocks, LEGEND])
 
 
 def _objective_text(result: dict[str, Any], table: str) -> str:
