@@ -1,4 +1,4 @@
-"""The 5-gram and 5-gram NSLM columns of the tables, on the tiny real run of test_nslm.
+"""The 5-gram and 5-gram NSLM columns of the tables, on copies of test_nslm's tiny real runs.
 
 The reference models are built independently by ``nslm ngram build`` (word and ``--tagged``
 streams) and scored by :func:`nslm.ngram.build.score_split`; the micro-models' P_MM comes
@@ -17,19 +17,38 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import requires_data
+from helpers import copy_run
 from nslm.cli import main
 from nslm.evaluation.ngram_columns import NgramColumns, column_names, ngram_source
-from nslm.evaluation.perplexity import perplexity
-from nslm.evaluation.report import evaluate_run, head_of
+from nslm.evaluation.report import evaluate_run
 from nslm.ngram.build import score_split
 from nslm.ngram.model import NgramModel
-from nslm.scores.passes import score_parts
-from test_nslm import SLICE, loaded, micro, run  # noqa: F401  (module-scoped fixtures)
+from nslm.perplexity import perplexity
+from nslm.runs.load import load_run
+from nslm.runs.micro import load_run_micro
+from nslm.scores.passes import Scorer, head_of
 
 ORDER = 5
 WORD, NSLM = column_names(ORDER)
-pytestmark = [requires_data, pytest.mark.realdata]
+SLICE = 20_000  # as in test_nslm
+pytestmark = pytest.mark.realdata
+
+
+@pytest.fixture(scope="module")
+def run(tiny_nslm_each_top: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private copy of the session's tiny run, for each HNLM top level (as test_nslm): the
+    5-gram caches and the tables are written into it."""
+    return copy_run(tiny_nslm_each_top, tmp_path_factory.mktemp("ngram-run") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def loaded(run: Path):
+    return load_run(run)
+
+
+@pytest.fixture(scope="module")
+def micro(loaded):
+    return load_run_micro(loaded)
 
 
 @pytest.fixture(scope="module")
@@ -44,18 +63,18 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def source(loaded, micro, run: Path) -> NgramColumns:  # noqa: F811
+def source(loaded, micro, run: Path) -> NgramColumns:
     # RUN/ngram is also where `nslm eval RUN --ngram 5` looks: the CLI test reuses the build
     return ngram_source(ORDER, micro=micro)(loaded)
 
 
 @pytest.fixture(scope="module")
-def head(loaded):  # noqa: F811
+def head(loaded):
     return head_of(loaded.corpus.test, SLICE)
 
 
 @pytest.fixture(scope="module")
-def result(loaded, micro, source):  # noqa: F811
+def result(loaded, micro, source):
     return evaluate_run(loaded, micro, split="test", max_tokens=SLICE, extra=[source])
 
 
@@ -68,7 +87,7 @@ def test_columns_in_every_table(result) -> None:
         assert WORD in entry["change"]["Global"]
 
 
-def test_global_equals_the_ngram_scorer(loaded, result, reference) -> None:  # noqa: F811
+def test_global_equals_the_ngram_scorer(loaded, result, reference) -> None:
     ref = NgramModel.load(reference["word"])
     lp = score_split(ref, loaded.corpus, "test")[:SLICE]
     want = perplexity(lp[~np.isnan(lp)])
@@ -76,7 +95,7 @@ def test_global_equals_the_ngram_scorer(loaded, result, reference) -> None:  # n
         assert entry["rows"]["Global"][WORD] == want  # exact: the same model, the same positions
 
 
-def test_ngram_eval_json_matches(loaded, reference, source, capsys) -> None:  # noqa: F811
+def test_ngram_eval_json_matches(loaded, reference, source, capsys) -> None:
     assert main(["ngram", "eval", str(reference["word"]), "--split", "test", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     full = source("test", loaded.corpus.test, {})[WORD]
@@ -84,15 +103,15 @@ def test_ngram_eval_json_matches(loaded, reference, source, capsys) -> None:  # 
     assert int((~np.isnan(full)).sum()) == rows["Global"]["tokens"] == len(loaded.corpus.test) - 1
 
 
-def test_every_nnlm_position_is_scored(loaded, source, head) -> None:  # noqa: F811
-    nnlm = score_parts(loaded.model, head, ("nnlm",), batch_size=8, bptt=20)["nnlm"]
+def test_every_nnlm_position_is_scored(loaded, source, head) -> None:
+    nnlm = Scorer(loaded.model, batch_size=8, bptt=20).score(head, ("nnlm",)).nnlm
     cols = source("test", head, {})
     for name in (WORD, NSLM):
         np.testing.assert_array_equal(np.isnan(cols[name]), np.isnan(nnlm))
         assert np.isnan(cols[name][0]) and not np.isinf(cols[name][1:]).any()
 
 
-def test_nslm_is_eq4_over_the_tagged_ngram(loaded, micro, source, head, reference) -> None:  # noqa: F811
+def test_nslm_is_eq4_over_the_tagged_ngram(loaded, micro, source, head, reference) -> None:
     corpus = loaded.corpus
     col = source("test", head, {})[NSLM]
     top = score_split(NgramModel.load(reference["tagged"]), corpus, "test")[:SLICE]
@@ -122,7 +141,7 @@ def test_nslm_is_eq4_over_the_tagged_ngram(loaded, micro, source, head, referenc
     np.testing.assert_allclose(col[at], want, rtol=1e-12)
 
 
-def _check_distribution(loaded, source, head, positions: np.ndarray) -> None:  # noqa: F811
+def _check_distribution(loaded, source, head, positions: np.ndarray) -> None:
     full = source.distribution_at(head, positions)
     marginal = full.marginal()
     np.testing.assert_array_less(np.abs(np.exp(marginal).sum(axis=1) - 1.0), 1e-9)
@@ -135,7 +154,7 @@ def _check_distribution(loaded, source, head, positions: np.ndarray) -> None:  #
         assert pair == pytest.approx(col[positions[i]], rel=1e-9, abs=1e-12)
 
 
-def test_distribution_sums_to_one_at_every_kind_of_position(loaded, source, head) -> None:  # noqa: F811
+def test_distribution_sums_to_one_at_every_kind_of_position(loaded, source, head) -> None:
     corpus = loaded.corpus
     rng = np.random.default_rng(0)
     cids = head.class_ids
@@ -146,11 +165,11 @@ def test_distribution_sums_to_one_at_every_kind_of_position(loaded, source, head
 
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.integers(1, SLICE - 1), min_size=1, max_size=4, unique=True))
-def test_distribution_sums_to_one_anywhere(loaded, source, head, picks: list[int]) -> None:  # noqa: F811
+def test_distribution_sums_to_one_anywhere(loaded, source, head, picks: list[int]) -> None:
     _check_distribution(loaded, source, head, np.array(sorted(picks)))
 
 
-def test_the_cache_is_reused(loaded, micro, source, head, run: Path) -> None:  # noqa: F811
+def test_the_cache_is_reused(loaded, micro, source, head, run: Path) -> None:
     again = ngram_source(ORDER, micro=micro)(loaded)
     assert again.loaded_from_cache == {"prepared": True, "tagged": True}
     for name, values in source("test", head, {}).items():
@@ -158,7 +177,7 @@ def test_the_cache_is_reused(loaded, micro, source, head, run: Path) -> None:  #
     assert (run / "ngram" / f"{ORDER}-gram-tagged" / "model.npz").is_file()
 
 
-def test_eval_cli_shows_the_columns(run: Path, source, capsys) -> None:  # noqa: F811
+def test_eval_cli_shows_the_columns(run: Path, source, capsys) -> None:
     args = ["eval", str(run), "--split", "test", "--max-tokens", "5000", "--ngram", str(ORDER)]
     assert main(args) == 0
     out = capsys.readouterr().out
@@ -168,7 +187,7 @@ def test_eval_cli_shows_the_columns(run: Path, source, capsys) -> None:  # noqa:
     assert rows["Global"][WORD] > 0 and data["tables"]["numbers"]["tokens"]["Global"] == 4999
 
 
-def test_eval_cli_without_micro_prints_the_global_ppl(run, loaded, tmp_path, capsys) -> None:  # noqa: F811
+def test_eval_cli_without_micro_prints_the_global_ppl(run, loaded, tmp_path, capsys) -> None:
     other = tmp_path / "copy"
     shutil.copytree(run, other, ignore=shutil.ignore_patterns("micro.json", "ngram"))
     args = ["eval", str(other), "--split", "test", "--max-tokens", "3000", "--ngram", "2"]
@@ -181,7 +200,7 @@ def test_eval_cli_without_micro_prints_the_global_ppl(run, loaded, tmp_path, cap
 
 
 @pytest.mark.parametrize("order", ["0", "10"])
-def test_bad_order_is_one_line_exit_2(run: Path, capsys, order: str) -> None:  # noqa: F811
+def test_bad_order_is_one_line_exit_2(run: Path, capsys, order: str) -> None:
     assert main(["eval", str(run), "--ngram", order]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--ngram must be between 1 and 9" in err

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ngram_corpora import markov_stream
-from nslm.evaluation.perplexity import perplexity
 from nslm.ngram.build import build_model
+from nslm.perplexity import perplexity
 
 TRAIN = markov_stream(20_000, seed=0)
 HELD_OUT = markov_stream(3_000, seed=1)

@@ -26,8 +26,8 @@ from nslm.errors import NslmError
 from nslm.evaluation.cache import cache_probs_grid, mix_target_log_probs
 from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.tables import fmt_change, fmt_ppl, pct_change
+from nslm.perplexity import perplexity
 from nslm.scores.passes import Scorer
-from nslm.scores.perplexity import perplexity
 
 BASES = ("NNLM", "HNLM", "CRNN", "NSLM")  # the paper's cache rows: every model but NSLM-pure
 SUFFIX = "+cache"

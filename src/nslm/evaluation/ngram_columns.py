@@ -41,9 +41,9 @@ from nslm.micro.pipeline import micro_log_probs
 from nslm.ngram.build import Stream, build_model, prepared_stream
 from nslm.ngram.counting import check_order
 from nslm.ngram.model import EOS, NgramModel
+from nslm.perplexity import perplexity
 from nslm.scores.distribution import FullDistribution, position_in
 from nslm.scores.mixture import nslm_log_probs
-from nslm.scores.perplexity import perplexity
 
 if TYPE_CHECKING:
     from nslm.runs.load import LoadedRun

@@ -13,7 +13,7 @@ import numpy as np
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.numbers import NUMBER_CLASSES
 from nslm.data.places import PLACE_CLASSES
-from nslm.scores.perplexity import perplexity
+from nslm.perplexity import perplexity
 
 AGGREGATES = {"Numbers": NUMBER_CLASSES, "Locations": PLACE_CLASSES}
 

@@ -21,7 +21,7 @@ from nslm.data.corpus import PreparedCorpus, Split
 from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.perplexity import AGGREGATES
 from nslm.evaluation.tables import fmt_ppl, table_classes
-from nslm.scores.perplexity import perplexity
+from nslm.perplexity import perplexity
 
 # Training-count buckets: (label, lowest count, highest count or None for no bound)
 BUCKETS: tuple[tuple[str, int, int | None], ...] = (

@@ -20,7 +20,7 @@ from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.numbers import NUMBER_CLASSES
 from nslm.data.places import PLACE_CLASSES
 from nslm.evaluation.perplexity import class_perplexities
-from nslm.scores.perplexity import perplexity
+from nslm.perplexity import perplexity
 
 # table key → (title, aggregate row, the family's classes or None for "the user classes")
 TABLES: dict[str, tuple[str, str | None, tuple[str, ...] | None]] = {

@@ -144,7 +144,7 @@ def run_one(
     from nslm.runs.load import load_run
     from nslm.runs.micro import fit_run_micro, load_run_micro, write_run_micro
     from nslm.scores.passes import Scorer
-    from nslm.scores.perplexity import perplexity
+    from nslm.perplexity import perplexity
     from nslm.training.loop import train
 
     start = time.perf_counter()

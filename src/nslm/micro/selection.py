@@ -21,7 +21,6 @@ import numpy as np
 
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
-from nslm.evaluation.perplexity import perplexity
 from nslm.micro.classdata import ClassData
 from nslm.micro.context import CONTEXT_MODES
 from nslm.micro.metrics import get_metric, metric_names
@@ -35,6 +34,7 @@ from nslm.micro.model import (
     unique_values,
 )
 from nslm.micro.pdfs import get_pdf, pdf_names
+from nslm.perplexity import perplexity
 
 EPSILONS = (1e-3, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
 UNIGRAM_ALPHAS = (0.01, 0.03, 0.1, 0.3, 1.0)

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from nslm.errors import NslmError
-from nslm.scores.perplexity import perplexity
+from nslm.perplexity import perplexity
 
 # λ grid for the ensemble: 0 is pure NSLM, 1 is the NNLM alone.
 LAMBDAS = tuple(np.round(np.linspace(0.0, 1.0, 101), 2))

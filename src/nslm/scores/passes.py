@@ -27,10 +27,10 @@ from nslm.data.corpus import Split
 from nslm.micro.model import MicroModel
 from nslm.micro.pipeline import micro_log_probs
 from nslm.models.lm import LanguageModel
+from nslm.perplexity import perplexity
 from nslm.scores.classes import ClassFactor, NeuralOnly
 from nslm.scores.distribution import FullDistribution
 from nslm.scores.mixture import ensemble_log_probs, nslm_log_probs
-from nslm.scores.perplexity import perplexity
 
 
 def use_threads(threads: int) -> None:
