@@ -1,4 +1,4 @@
-"""Find a corpus on disk, or fetch it, in the order SPEC §2 gives.
+"""Find a corpus on disk, or fetch it, in this order (README.md, "Where corpora come from"):
 
 1. an explicit path (a directory holding the split files);
 2. ``$NSLM_DATA_DIR/<name>``;

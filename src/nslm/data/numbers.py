@@ -1,6 +1,6 @@
 """Numbers in WikiText: re-join what its tokenizer split, and tag the seven number classes.
 
-The rules are SPEC §2's, applied in order; the first that matches wins:
+The rules (docs/data.md, "Numbers") apply in order; the first that matches wins:
 ``convert``, ``range``, ``decimal``, ``year``, ``day``, ``round``, ``other``.
 """
 
@@ -128,7 +128,7 @@ def _conversion(tokens: list[str], i: int) -> Conversion | None:
 
 
 def tag_number(tokens: list[str], i: int) -> NumberTag:
-    """Classify the number ``tokens[i]`` by SPEC §2's rules, in order."""
+    """Classify the number ``tokens[i]`` by the rules of docs/data.md, "Numbers", in order."""
     token = tokens[i]
     value = number_value(token)
     conversion = _conversion(tokens, i)
@@ -150,7 +150,8 @@ def tag_number(tokens: list[str], i: int) -> NumberTag:
 
 
 def can_be(cls: str, token: str) -> bool:
-    """Whether a number type may carry class ``cls`` in some context (defines V_c, SPEC §2).
+    """Whether a number type may carry class ``cls`` in some context (defines V_c; see
+    docs/data.md, "Vocabulary and class vocabularies").
 
     ``range`` and ``convert`` take any number; the others follow from the rules' shapes.
     """

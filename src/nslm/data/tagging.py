@@ -60,7 +60,8 @@ class TaggedText:
 
 
 def tag_lines(lines: list[str], classes: str, rules: tuple[ClassRule, ...] = ()) -> TaggedText:
-    """Apply SPEC §2's rules, then the user's class rules, to every line (each ends in <eos>)."""
+    """Apply docs/data.md's rules, then the user's class rules, to every line (each ends in
+    <eos>)."""
     names = class_names_for(classes, rules)
     want_numbers = "year" in names
     gazetteer = load_gazetteer() if "city" in names else None

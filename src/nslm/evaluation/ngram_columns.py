@@ -14,7 +14,8 @@
   A class without a micro-model uses the class unigram P(w | c) (add-one over V_c): the
   class n-gram of Brown et al. (1992), the n-gram's counterpart of the HNLM's within-class
   softmax (Eq. 3), so the model stays a complete distribution over the vocabulary.
-  Out-of-vocabulary class tokens are ``<unk>`` words, as for every model (SPEC §2).
+  Out-of-vocabulary class tokens are ``<unk>`` words, as for every model (docs/data.md,
+  "Vocabulary and class vocabularies").
 
 Both models are saved under a cache directory (default ``RUN/ngram/``) the way ``nslm ngram
 build`` writes them (``NgramModel.save``: npz arrays and JSON, nothing pickled), one

@@ -4,7 +4,8 @@ A table has one row per class of its family, with the class's selected metric an
 the aggregate (Numbers or Locations) and Global, each with the % change against the NNLM as
 the paper prints it: a reduction in parentheses, "(39.8%)", an increase bare, "3.1%". Under
 the table: how many class tokens were left out because they are outside the vocabulary
-(they are scored as ``<unk>`` words and count only in Global, SPEC §2).
+(they are scored as ``<unk>`` words and count only in Global; docs/data.md, "Vocabulary and
+class vocabularies").
 
 User-defined classes (``class_rules``) get a third table of the same shape, "User classes".
 """

@@ -4,7 +4,8 @@ One pair per line, ``= n , n+1 =``, for n = 1 … N; about a tenth of the pairs 
 split. Why each detail is as it is (measured; docs/experiments.md):
 
 * Each pair is a WikiText article heading: a micro-model's context never crosses an article
-  (SPEC §2), so the second number's w_prev is the first and the first number has none.
+  (docs/data.md, "Lines, tokens, articles"), so the second number's w_prev is the first and
+  the first number has none.
 * The comma between the numbers: a test pair's first number n has only ever been a *second*
   number in training (its own pair is the held-out one), always followed by ``=``. Read
   straight after it, the LSTM's P(<num> | h) for the next token drops (NSLM test perplexity

@@ -26,8 +26,9 @@ The prompt is prepared as ``nslm predict`` prepares it
 tagged), and its class tokens seed the contexts. As in ``predict``, ``<convert>`` gets the
 preceding quantity whenever the text so far ends inside ``Q unit (``, and falls back to its
 class unigram elsewhere. The prompt and the continuation form one article, except that a
-generated line ``= Title …`` (a top-level heading, SPEC §2) starts a new one: the contexts
-are cleared, as the corpus never looks across an article boundary."""
+generated line ``= Title …`` (a top-level heading) starts a new one: the contexts are
+cleared, as the corpus never looks across an article boundary (docs/data.md, "Lines,
+tokens, articles")."""
 
 from __future__ import annotations
 
@@ -189,7 +190,8 @@ class NslmStepper:
 
     def _track_article(self, token_id: int) -> None:
         """Clear the contexts at the second token of a generated ``= Title`` line: a
-        top-level heading (``= = Section`` is not) starts a new article (SPEC §2)."""
+        top-level heading (``= = Section`` is not) starts a new article (docs/data.md,
+        "Lines, tokens, articles")."""
         if token_id == self.eos_id:
             self._line = []
             return

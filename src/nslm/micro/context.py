@@ -1,14 +1,15 @@
 """The context a micro-model conditions on: w_{t-1}^{(c)} of paper Eq. 1, found per position.
 
 Paper Eq. 1 conditions P_MM on "the most recent occurrence of a class token preceding w_t".
-SPEC §4 offers two readings of "class", both supported here:
+That leaves two readings of "class"; both are supported here (docs/micro-models.md, "Metrics"):
 
 - ``"class"``: the previous token of the same class (the paper's reading);
 - ``"family"``: the previous token of any class of the same family (any number, any place).
 
-The search never crosses an article boundary (SPEC §2). It runs over the *rule* classes, so a
-valid/test number that fell outside the vocabulary still serves as context: its value and
-coordinates are in the text the model has already read, even though the LM sees ``<unk>``.
+The search never crosses an article boundary (docs/data.md, "Lines, tokens, articles"). It
+runs over the *rule* classes, so a valid/test number that fell outside the vocabulary still
+serves as context: its value and coordinates are in the text the model has already read,
+even though the LM sees ``<unk>``.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def metric_names() -> list[str]:
     return list(_METRICS)
 
 
-# -- the paper's five metrics (SPEC §4) ------------------------------------------------------
+# -- the paper's five metrics ("Number and Geography NSLMs"; docs/micro-models.md) ---------
 
 
 @register_metric("diff", needs=("value", "prev_value"))

@@ -1,7 +1,7 @@
 """A micro-model: metric ∘ PDF normalised over V_c, smoothed with the class unigram (Eq. 1).
 
     P_MM(w | c, w_prev) = (1 − ε) · pdf(m(w, w_prev)) / Σ_{w'∈V_c} pdf(m(w', w_prev))
-                          + ε · P_uni(w)                                   (paper Eq. 1, SPEC §4)
+                          + ε · P_uni(w)                      (paper Eq. 1; docs/micro-models.md)
 
 and P_MM = P_uni where the position has no context (no previous class token in the article,
 or none of what the metric needs). P_uni(w) = (count_c(w) + α) / Σ (count_c + α) is the
@@ -52,7 +52,9 @@ def unique_values(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def normalised_log_pdf(
     pdf: Pdf, matrix: np.ndarray, unique: tuple[np.ndarray, np.ndarray] | None = None
 ) -> np.ndarray:
-    """log pdf(m(w)) − log Σ_{w'∈V_c} pdf(m(w')), row by row (the normaliser of SPEC §4).
+    """log pdf(m(w)) − log Σ_{w'∈V_c} pdf(m(w')), row by row (the normaliser over V_c).
+
+    See docs/micro-models.md, "PDFs": P(w) = pdf(m(w)) / Σ_{w'∈V_c} pdf(m(w')).
 
     An elementwise PDF is evaluated once per distinct metric value (``unique``, reusable
     across PDFs on one matrix); the others row by row in bounded-memory chunks.
@@ -143,7 +145,8 @@ class MicroModel:
     def log_prob(self, ctx: Context) -> np.ndarray:
         """log P_MM(w | c, context) for every row of ``ctx`` and every w in V_c: (B, K).
 
-        Each row is a normalised distribution over V_c (Eq. 1 with SPEC §4's smoothing).
+        Each row is a normalised distribution over V_c (Eq. 1 with the ε-smoothing of
+        docs/micro-models.md, "PDFs").
         """
         uni = self.unigram
         out = np.broadcast_to(uni, (len(ctx), len(uni))).copy()

@@ -3,8 +3,8 @@
 Each PDF is a small estimator in the scikit-learn habit: constructed with hyperparameters
 (chosen on validation, ``hyper_grid``), ``fit(m)`` on the metric values of the training
 targets, then ``log_score(M)`` gives an unnormalised log-weight for every candidate of every
-row of a (B, K) metric matrix. The micro-model normalises these over V_c (SPEC §4):
-P(w) = pdf(m(w)) / Σ_{w'∈V_c} pdf(m(w')). Parameters are plain JSON (``get_params``).
+row of a (B, K) metric matrix. The micro-model normalises these over V_c (docs/micro-models.md,
+"PDFs"): P(w) = pdf(m(w)) / Σ_{w'∈V_c} pdf(m(w')). Parameters are plain JSON (``get_params``).
 
 The discrete PDFs (``multinomial``, ``binary``) share a bin's probability among the
 candidates that fall in it *in that row*, so the bin probabilities are the probabilities of
@@ -121,7 +121,7 @@ class UnigramPdf(Pdf):
 
 @register_pdf
 class MultinomialPdf(Pdf):
-    """A categorical over binned metric values, shared within a bin (SPEC §4).
+    """A categorical over binned metric values, shared within a bin (docs/micro-models.md).
 
     Bin edges are training quantiles, so bins hold equal training mass and a tied value
     (a year difference of exactly 1) gets a bin of its own; the outer bins are open.

@@ -1,4 +1,4 @@
-"""User extensions without editing nslm (SPEC §4 "Extension", paper Table 1 steps 2–3).
+"""User extensions without editing nslm (paper Table 1 steps 2–3; docs/user-classes.md).
 
 Two ways, which combine:
 

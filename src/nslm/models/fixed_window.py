@@ -1,5 +1,5 @@
-"""The fixed-window neural LM backbone (Bengio et al. 2003; slides 004, "A fixed-window
-neural Language Model"):
+"""The fixed-window neural LM backbone (Bengio, Ducharme, Vincent & Jauvin 2003, "A Neural
+Probabilistic Language Model", JMLR 3):
 
     e = [E x_{t-n+2}; …; E x_t]        concatenated embeddings of the previous n−1 words
     h = tanh(W e + b1)                  hidden layer
@@ -9,7 +9,7 @@ It has the same interface as the LSTM backbone, so the same training loop (state
 and the same heads and evaluator serve it. Its "state" is the last n−2 input ids of the
 previous window, so a window's first positions still see n−1 words of history; positions
 before the start of a stream see a padding id whose embedding is fixed at zero. (Bengio et
-al.'s optional direct embedding-to-output connections are left out, as in the slides.)
+al.'s optional direct embedding-to-output connections are left out.)
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ softmax over its V_top members only:
 At the head level the top level's normaliser is the NNLM's minus the few class-only
 columns (one gather, ``_log_kept_mass``); in a tail cluster both normalisers come from one
 exponentiation (:mod:`nslm.models.cluster_scores`). So scoring the NSLM's P(c | h) next to
-the NNLM costs a few extra rows instead of a second output layer: the evaluation cost
-target of SPEC §9.
+the NNLM costs a few extra rows instead of a second output layer: the evaluation-cost target
+(a full NSLM evaluation ≤ 1.25× an NNLM-only one; BENCHMARKS.md, "The NSLM on WikiText-2").
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""N-gram LMs (SPEC §6, slides 004): interpolated modified Kneser-Ney, MLE and add-k.
+"""N-gram LMs: interpolated modified Kneser-Ney, MLE and add-k (docs/ngram.md).
+
+Modified Kneser-Ney is Chen & Goodman's (1998) refinement of Kneser & Ney (1995), estimated
+as KenLM's ``lmplz`` does; MLE and add-k show why n-gram counts need smoothing.
 
 Counting uses sorted numpy key arrays (:mod:`nslm.ngram.counting`); every estimator yields an
 :class:`NgramModel` in ARPA's backoff form (:mod:`nslm.ngram.model`), which scores a corpus

@@ -1,4 +1,4 @@
-"""Unsmoothed (MLE) and add-k n-gram models, for the lecture's sparsity point (slides 004).
+"""Unsmoothed (MLE) and add-k n-gram models, to show why sparse n-gram counts need smoothing.
 
 Both condition on the full history: the previous N−1 words, or fewer after ``<s>`` at the
 start of a sentence. With c(h w) the raw count and V' = |V| − 1 the predictable types:
