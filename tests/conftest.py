@@ -1,13 +1,39 @@
-"""Shared fixtures. Real-data tests need $NSLM_DATA_DIR (CI sets it to ../shared/data)."""
+"""Shared fixtures, the ``realdata`` mark, and no downloads.
+
+Real data: tests that read the corpora need ``$NSLM_DATA_DIR`` with ``wikitext-2`` (CI sets it
+to ../shared/data). Every test that uses a data fixture (``data_dir``, ``wt2_all``, the tiny
+runs, … — anything that depends on ``data_dir``) gets the ``realdata`` mark at collection, and
+every ``realdata`` test is skipped when the data is missing, so ``pytest -m "not realdata"`` is
+the data-free suite and a plain ``pytest`` without the data skips instead of failing. A test
+that reads the data without a fixture carries ``@pytest.mark.realdata`` itself.
+
+No downloads: ``nslm.data.locate`` fetches a corpus it cannot find on disk. In tests a fetch
+from anywhere but loopback (test_locate's own server) is a skip, and subprocesses get an
+unreachable proxy, so a missing mark shows as a fast error, never as a hang or a download.
+
+The tiny NSLM run (``tiny_nslm_run``) is trained once per session; tests that write into a run
+take ``tiny_nslm_copy`` (or copy it with ``helpers.copy_run``).
+"""
 
 from __future__ import annotations
 
 import os
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from helpers import TINY_MICRO_CLASSES, copy_run, train_tiny_nslm
 from nslm.data import PreparedCorpus, prepare_corpus
+
+NO_DATA = "needs $NSLM_DATA_DIR with wikitext-2 (CI sets it)"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+UNREACHABLE_PROXY = "http://127.0.0.1:9"  # the discard port: connections are refused
+
+# The old spelling of the mark (``from conftest import requires_data``); use realdata.
+requires_data = pytest.mark.realdata
 
 
 def _data_dir() -> Path | None:
@@ -17,16 +43,43 @@ def _data_dir() -> Path | None:
     return None
 
 
-requires_data = pytest.mark.skipif(
-    _data_dir() is None, reason="needs $NSLM_DATA_DIR with wikitext-2 (CI sets it)"
-)
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    have_data = _data_dir() is not None
+    for item in items:
+        if "data_dir" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.realdata)
+        if not have_data and item.get_closest_marker("realdata") is not None:
+            item.add_marker(pytest.mark.skip(reason=NO_DATA))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_downloads() -> Iterator[None]:
+    real_urlopen = urllib.request.urlopen
+
+    def urlopen(url, *args, **kwargs):
+        target = url if isinstance(url, str) else url.full_url
+        if urllib.parse.urlsplit(target).hostname not in LOOPBACK:
+            pytest.skip(f"would download {target}: {NO_DATA}; mark the test realdata")
+        return real_urlopen(url, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(urllib.request, "urlopen", urlopen)
+        for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+            mp.setenv(var, UNREACHABLE_PROXY)
+        for var in ("no_proxy", "NO_PROXY"):
+            mp.setenv(var, ",".join(sorted(LOOPBACK)))
+        yield
+
+
+# -- the corpora ----------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     found = _data_dir()
     if found is None:
-        pytest.skip("needs $NSLM_DATA_DIR with wikitext-2")
+        pytest.skip(NO_DATA)
     return found
 
 
@@ -54,3 +107,38 @@ def wt2_numbers(data_dir: Path, prepared_cache: Path) -> PreparedCorpus:
 @pytest.fixture(scope="session")
 def wt2_places(data_dir: Path, prepared_cache: Path) -> PreparedCorpus:
     return _prepare("places", prepared_cache)
+
+
+# -- the tiny NSLM runs ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def tiny_nslm_run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
+    """The tiny NSLM run of the session (``helpers.train_tiny_nslm``: configs/tiny.toml, 40
+    steps, fast micro-models for ``TINY_MICRO_CLASSES``), trained once. Read only: a test
+    that writes into a run takes ``tiny_nslm_copy``."""
+    return train_tiny_nslm(tmp_path_factory.mktemp("tiny-nslm") / "tiny", TINY_MICRO_CLASSES)
+
+
+@pytest.fixture(scope="session")
+def tiny_nslm_shared_top_run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
+    """``tiny_nslm_run`` with ``hnlm_top = "shared"`` (the HNLM top level is the NNLM's
+    softmax), trained once, only if a test asks for it. Read only."""
+    root = tmp_path_factory.mktemp("tiny-nslm-shared")
+    return train_tiny_nslm(root / "tiny", TINY_MICRO_CLASSES, ("hnlm_top='shared'",))
+
+
+TOP_RUNS = {"separate": "tiny_nslm_run", "shared": "tiny_nslm_shared_top_run"}
+
+
+@pytest.fixture(scope="module", params=list(TOP_RUNS))
+def tiny_nslm_each_top(request: pytest.FixtureRequest, data_dir: Path) -> Path:
+    """The session's tiny run for each HNLM top level (``separate``, the default, and
+    ``shared``): parametrises the tests of a module that uses it. Read only."""
+    return request.getfixturevalue(TOP_RUNS[request.param])
+
+
+@pytest.fixture
+def tiny_nslm_copy(tiny_nslm_run: Path, tmp_path: Path) -> Path:
+    """A private copy of ``tiny_nslm_run`` for a test that writes into the run."""
+    return copy_run(tiny_nslm_run, tmp_path / "tiny")

@@ -1,15 +1,36 @@
-"""Helpers shared by the real-data tests."""
+"""Plain helpers shared by several test modules (fixtures live in conftest.py).
+
+No test module imports from another test module: what two modules share is here.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
+from hypothesis import strategies as st
 
 from nslm.data import PreparedCorpus
 from nslm.data.numbers import rejoin_numbers
 
-TINY_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "tiny.toml"
+if TYPE_CHECKING:
+    from nslm.models.heads import HNLMLayout
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_CONFIG = ROOT / "configs" / "tiny.toml"
+
+# The micro-model classes of the session's tiny NSLM run (conftest.py ``tiny_nslm_run``): the
+# union of what its users test. Every other class keeps the HNLM's neural within-class softmax.
+TINY_MICRO_CLASSES = ["year", "convert", "city"]
+
+
+# -- real-data lookups ----------------------------------------------------------------------
 
 
 def find(corpus: PreparedCorpus, split: str, text: str) -> int:
@@ -33,11 +54,15 @@ def classes_at(corpus: PreparedCorpus, split: str, text: str) -> list[tuple[str,
     ]
 
 
+# -- tiny real runs -------------------------------------------------------------------------
+
+
 def train_tiny_nslm(
     run_dir: Path, micro_classes: list[str], overrides: tuple[str, ...] = ()
 ) -> Path:
     """A tiny real run (configs/tiny.toml, 40 steps on a WikiText-2 slice) with fast-grid
-    micro-models for ``micro_classes``: the shared starting point of the NSLM tests."""
+    micro-models for ``micro_classes``. Tests take the session's runs from conftest.py
+    (``tiny_nslm_run``, ``tiny_nslm_copy``, …) rather than training their own."""
     from nslm.config import load_config
     from nslm.runs.load import load_run
     from nslm.runs.micro import fit_run_micro, write_run_micro
@@ -50,3 +75,81 @@ def train_tiny_nslm(
     loaded = load_run(run_dir)
     write_run_micro(loaded, fit_run_micro(loaded, only=micro_classes, fast=True))
     return run_dir
+
+
+def copy_run(run: Path, dest: Path) -> Path:
+    """A private copy of a trained run, for tests that write into it (tables, caches, CRNNs)."""
+    shutil.copytree(run, dest)
+    return dest
+
+
+# -- the command line as a subprocess -------------------------------------------------------
+
+GOOD_LINES = " \n = Title = \n \n The year 1990 followed 1989 in Paris . \n"
+
+
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "nslm", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def make_corpus(directory: Path, train: bytes | str = GOOD_LINES) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for split in ("valid", "test"):
+        (directory / f"{split}.txt").write_text(GOOD_LINES, encoding="utf-8")
+    payload = train.encode("utf-8") if isinstance(train, str) else train
+    (directory / "train.txt").write_bytes(payload)
+    return directory
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+# -- random heads (test_heads.py, test_shared_top.py, test_models.py, test_grounding.py) -----
+
+# A random head: vocabulary size, classes, feature width, softmax kind, seed.
+HEAD_CASES = {
+    "vocab": st.integers(12, 300),
+    "n_classes": st.integers(1, 5),
+    "dim": st.integers(2, 24),
+    "kind": st.sampled_from(["full", "adaptive"]),
+    "seed": st.integers(0, 10_000),
+}
+
+
+def synthetic_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
+    """Random class vocabularies, some overlapping (a number type can be in two classes)."""
+    from nslm.models.heads import HNLMLayout
+
+    rng = np.random.default_rng(seed)
+    members = [np.zeros(0, np.int64)]
+    for _ in range(n_classes):
+        size = int(rng.integers(1, max(2, vocab // 4)))
+        members.append(np.sort(rng.choice(vocab, size=size, replace=False)).astype(np.int64))
+    is_class = np.zeros(vocab, bool)
+    for m in members:
+        is_class[m] = True
+    words = np.flatnonzero(~is_class)
+    order = rng.permutation(len(words) + n_classes)
+    top_of_word = np.full(vocab, -1, np.int64)
+    top_of_word[words] = order[: len(words)]
+    top_of_tag = np.concatenate([[-1], order[len(words) :]]).astype(np.int64)
+    return HNLMLayout(vocab, top_of_word, top_of_tag, members)
+
+
+def total_mass(log_dist: torch.Tensor) -> np.ndarray:
+    return torch.logsumexp(log_dist.detach().double(), dim=-1).exp().numpy()

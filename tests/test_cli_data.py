@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,40 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import assert_one_line_error, make_corpus, run_cli
 from nslm.data import PreparedCorpus, prepare_corpus
-
-GOOD_LINES = " \n = Title = \n \n The year 1990 followed 1989 in Paris . \n"
-
-
-def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "nslm", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=cwd,
-        timeout=300,
-    )
-
-
-def make_corpus(directory: Path, train: bytes | str = GOOD_LINES) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    for split in ("valid", "test"):
-        (directory / f"{split}.txt").write_text(GOOD_LINES, encoding="utf-8")
-    payload = train.encode("utf-8") if isinstance(train, str) else train
-    (directory / "train.txt").write_bytes(payload)
-    return directory
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    assert "Traceback" not in result.stderr
-    for needle in needles:
-        assert needle in lines[0]
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import assert_one_line_error, make_corpus, run_cli
 from nslm.data import PreparedCorpus, prepare_corpus
 from nslm.data.custom import ClassRule, parse_class_rule
 from nslm.errors import NslmError
-from test_cli_data import assert_one_line_error, make_corpus, run_cli
 
 RECIPE = (
     " \n = Bread = \n"

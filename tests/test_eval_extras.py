@@ -1,9 +1,10 @@
 """``nslm eval RUN --cache --crnn --by-rarity``: the cache grid, the CRNN column, rarity, CLI.
 
 Unit tests on small synthetic cases (the vectorised grid against the one-position reference,
-λ = 0, tuning), then one tiny real WikiText-2 run (``configs/tiny.toml``, 40 steps, fast
-micro-models for <year> and <city>) scored on 5k-token prefixes: the columns against
-independent computations at chosen positions, and the CLI end to end with bad input.
+λ = 0, tuning), then a private copy of the session's tiny real WikiText-2 run (conftest.py:
+``configs/tiny.toml``, 40 steps, fast micro-models for <year>, <convert> and <city>) scored on
+5k-token prefixes: the columns against independent computations at chosen positions, and the
+CLI end to end with bad input.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import requires_data
-from helpers import train_tiny_nslm
+from helpers import copy_run
 from nslm.cli import main
 from nslm.evaluation.cache import (
     CacheParams,
@@ -112,8 +112,9 @@ def test_tuning_picks_the_best_cell_of_the_grid() -> None:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
-    return train_tiny_nslm(tmp_path_factory.mktemp("extras") / "tiny", ["year", "city"])
+def run(tiny_nslm_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private copy of the session's tiny run: the CRNNs, tables and plots go into it."""
+    return copy_run(tiny_nslm_run, tmp_path_factory.mktemp("extras") / "tiny")
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +134,7 @@ def features_at(loaded, split, positions: np.ndarray) -> torch.Tensor:
     return out
 
 
-@requires_data
+@pytest.mark.realdata
 def test_shared_pass_gives_the_runs_own_scores(loaded) -> None:
     micro = load_run_micro(loaded)
     split = head_of(loaded.corpus.test, SLICE)
@@ -144,7 +145,7 @@ def test_shared_pass_gives_the_runs_own_scores(loaded) -> None:
         np.testing.assert_array_equal(getattr(got, part), getattr(ref, part))
 
 
-@requires_data
+@pytest.mark.realdata
 def test_cache_column_agrees_with_the_full_distribution(loaded) -> None:
     split = head_of(loaded.corpus.test, SLICE)
     window, theta, lam = 30, 0.5, 0.3
@@ -181,7 +182,7 @@ def tune_choice(window: int, theta: float, lam: float):
     return CacheChoice(window, theta, lam, math.nan, math.nan)
 
 
-@requires_data
+@pytest.mark.realdata
 def test_crnn_column_agrees_with_an_independent_computation(loaded, tmp_path: Path) -> None:
     corpus = loaded.corpus
     split = head_of(corpus.test, SLICE)
@@ -232,7 +233,7 @@ EXTRAS = ["--cache", "--cache-window", "50,200", "--cache-theta", "0.3,0.75",
           "--crnn", "--crnn-steps", "15", "--by-rarity"]  # fmt: skip
 
 
-@requires_data
+@pytest.mark.realdata
 def test_cli_end_to_end(run: Path, loaded, capsys: pytest.CaptureFixture) -> None:
     args = ["eval", str(run), "--split", "test", "--max-tokens", str(SLICE)]
     assert main([*args, *EXTRAS]) == 0
@@ -279,7 +280,7 @@ def test_cli_end_to_end(run: Path, loaded, capsys: pytest.CaptureFixture) -> Non
     )
 
 
-@requires_data
+@pytest.mark.realdata
 @pytest.mark.parametrize(
     "extra, needle",
     [
@@ -307,7 +308,7 @@ def test_bad_values_are_one_line_and_exit_2(run: Path, capsys, extra, needle) ->
     assert before == after  # nothing written
 
 
-@requires_data
+@pytest.mark.realdata
 def test_extras_need_micro_json(run: Path, tmp_path: Path, capsys) -> None:
     import shutil
 

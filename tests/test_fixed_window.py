@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import requires_data
 from helpers import train_tiny_nslm
 from nslm.cli import main
 from nslm.models.fixed_window import FixedWindowBackbone
@@ -91,7 +90,6 @@ def test_learns_a_dependency_two_words_back() -> None:
     assert losses[1] > 1.5  # chance is log 8 ≈ 2.08
 
 
-@requires_data
 @pytest.mark.realdata
 def test_a_fixed_window_run_gets_the_per_class_tables(tmp_path: Path) -> None:
     """The window LM goes through the same evaluator as the LSTM: NNLM, HNLM and NSLM

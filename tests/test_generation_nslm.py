@@ -1,8 +1,9 @@
 """NSLM generation on a tiny real run: Eq. 4 step by step, micro contexts that follow the text.
 
-The run is test_nslm.py's: ``configs/tiny.toml`` (a WikiText-2 slice, a 1×32 LSTM, 40 steps),
-with fast micro-models for <year> and <city> fitted on the real training split (the <year>
-model is a diff metric on real year pairs); the other classes keep the HNLM's softmax.
+The run is the session's tiny run (conftest.py, shared with test_nslm.py): ``configs/tiny.toml``
+(a WikiText-2 slice, a 1×32 LSTM, 40 steps), with fast micro-models fitted on the real training
+split; the tests here use those of <year> and <city> (the <year> model is a diff metric on real
+year pairs), and the other classes keep the HNLM's softmax.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import requires_data
-from helpers import train_tiny_nslm
 from nslm.cli import main
 from nslm.data.vocab import EOS
 from nslm.generation.nslm_sampling import (
@@ -35,12 +34,14 @@ from nslm.runs.micro import load_run_micro
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
 PROMPT = "The band released its first album in 1990 and in"
-pytestmark = [requires_data, pytest.mark.realdata]
+MICRO_CLASSES = ("year", "city")
+pytestmark = pytest.mark.realdata
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return train_tiny_nslm(tmp_path_factory.mktemp("gen") / "tiny", ["year", "city"])
+def run(tiny_nslm_run: Path) -> Path:
+    """The session's tiny run, read only (test_cli_errors works on a copy)."""
+    return tiny_nslm_run
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,8 @@ def loaded(run: Path):
 
 @pytest.fixture(scope="module")
 def micro(loaded):
-    return load_run_micro(loaded)
+    """The run's micro-models of <year> and <city> (the run has <convert>'s too)."""
+    return {name: model for name, model in load_run_micro(loaded).items() if name in MICRO_CLASSES}
 
 
 def _id(loaded, token: str) -> int:

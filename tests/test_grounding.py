@@ -14,7 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import requires_data
+from helpers import synthetic_layout
 from nslm.config import load_config
 from nslm.errors import NslmError
 from nslm.models.grounding import GroundedEmbedding, grounding_table, scale_number
@@ -22,7 +22,6 @@ from nslm.models.lm import LanguageModel
 from nslm.runs.load import load_run
 from nslm.scores.positions import score_split
 from nslm.training.loop import train
-from test_heads import synthetic_layout
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
@@ -87,7 +86,7 @@ def test_number_scaling() -> None:
     assert scale_number(1e12) == 1.0  # clipped: beyond 10^10
 
 
-@requires_data
+@pytest.mark.realdata
 def test_grounding_values_of_a_known_year_and_city(wt2_all, wt2_places) -> None:
     table = grounding_table(wt2_all)
     stoi = wt2_all.vocab.stoi
@@ -108,7 +107,6 @@ def test_grounding_values_of_a_known_year_and_city(wt2_all, wt2_places) -> None:
     assert places[wt2_places.vocab.stoi["Paris"]].any()
 
 
-@requires_data
 @pytest.mark.realdata
 @pytest.mark.parametrize("model", ["lstm", "awd"])
 def test_tiny_grounded_run_trains_saves_and_loads(tmp_path: Path, wt2_all, model: str) -> None:

@@ -8,39 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead, SoftmaxLayer
-
-# A random head: vocabulary size, classes, feature width, softmax kind, seed (shared with
-# test_shared_top.py).
-HEAD_CASES = {
-    "vocab": st.integers(12, 300),
-    "n_classes": st.integers(1, 5),
-    "dim": st.integers(2, 24),
-    "kind": st.sampled_from(["full", "adaptive"]),
-    "seed": st.integers(0, 10_000),
-}
-
-
-def synthetic_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
-    """Random class vocabularies, some overlapping (a number type can be in two classes)."""
-    rng = np.random.default_rng(seed)
-    members = [np.zeros(0, np.int64)]
-    for _ in range(n_classes):
-        size = int(rng.integers(1, max(2, vocab // 4)))
-        members.append(np.sort(rng.choice(vocab, size=size, replace=False)).astype(np.int64))
-    is_class = np.zeros(vocab, bool)
-    for m in members:
-        is_class[m] = True
-    words = np.flatnonzero(~is_class)
-    order = rng.permutation(len(words) + n_classes)
-    top_of_word = np.full(vocab, -1, np.int64)
-    top_of_word[words] = order[: len(words)]
-    top_of_tag = np.concatenate([[-1], order[len(words) :]]).astype(np.int64)
-    return HNLMLayout(vocab, top_of_word, top_of_tag, members)
-
-
-def total_mass(log_dist: torch.Tensor) -> np.ndarray:
-    return torch.logsumexp(log_dist.detach().double(), dim=-1).exp().numpy()
+from helpers import HEAD_CASES, synthetic_layout, total_mass
+from nslm.models.heads import HNLMHead, NNLMHead, SoftmaxLayer
 
 
 @settings(max_examples=25, deadline=None)

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import assert_one_line_error, run_cli
 from nslm.cli import main
 from nslm.data import prepare_corpus
 from nslm.data.custom import parse_class_rule
 from nslm.experiments.increment import CLASS_RULE, IncrementConfig
 from nslm.experiments.increment_data import second_numbers, split_pairs, write_corpus
-from test_cli_data import assert_one_line_error, run_cli
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import requires_data
 from nslm.cli import main
 from nslm.config import load_config
 from nslm.training.loop import Trainer
@@ -23,7 +22,7 @@ TINY = ROOT / "configs" / "tiny.toml"
 DIM = 32  # configs/tiny.toml's emb_size
 # "paris" is lower case, as in GloVe: Paris takes it through the lower-case fallback.
 WORDS = ["the", "of", "paris", "1990", "London", "notawikitexttype", "alsonotone"]
-pytestmark = [requires_data, pytest.mark.realdata]
+pytestmark = pytest.mark.realdata
 
 
 def write_vectors(path: Path, dim: int = DIM) -> dict[str, np.ndarray]:

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import synthetic_layout
 from nslm.config import load_config
 from nslm.models.lm import LanguageModel
-from test_heads import synthetic_layout
 
 BACKBONES = {
     "lstm": ["model='lstm'"],

@@ -1,7 +1,8 @@
 """The NSLM end to end on a tiny real run: Eq. 4, the ensemble, the tables, predict, bad input.
 
-One tiny WikiText-2 run (``configs/tiny.toml``: a 20k-token slice, a 1×32 LSTM, 60 steps)
-with fast micro-models for <year>, <convert> and <city>; the other classes keep the HNLM's
+The session's tiny WikiText-2 runs (conftest.py: ``configs/tiny.toml``, a 20k-token slice, a
+1×32 LSTM, 40 steps), one per HNLM top level, with fast micro-models for <year>, <convert> and
+<city>; the other classes keep the HNLM's
 neural within-class softmax, so both branches of the NSLM are exercised. Scoring uses the
 first 20k tokens of valid/test.
 """
@@ -17,8 +18,6 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import requires_data
-from helpers import train_tiny_nslm
 from nslm.cli import main
 from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.report import evaluate_run, head_of
@@ -35,16 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
 SLICE = 20_000
 MICRO_CLASSES = ["year", "convert", "city"]
-pytestmark = [requires_data, pytest.mark.realdata]
+pytestmark = pytest.mark.realdata
 
 
-@pytest.fixture(scope="module", params=["separate", "shared"])
-def run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
-    """A tiny run for each HNLM top level: its own softmax layer, or the NNLM's (shared)."""
-    top = request.param
-    return train_tiny_nslm(
-        tmp_path_factory.mktemp(f"nslm-{top}") / "tiny", MICRO_CLASSES, (f"hnlm_top='{top}'",)
-    )
+@pytest.fixture(scope="module")
+def run(tiny_nslm_each_top: Path) -> Path:
+    """The session's tiny run for each HNLM top level: its own softmax layer, or the NNLM's
+    (shared). Shared with other modules: the tests here write only ``tables_test.json``."""
+    return tiny_nslm_each_top
 
 
 @pytest.fixture(scope="module")

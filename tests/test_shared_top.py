@@ -10,8 +10,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 
+from helpers import HEAD_CASES, synthetic_layout, total_mass
 from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
-from test_heads import HEAD_CASES, synthetic_layout, total_mass
 
 
 def shared_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:

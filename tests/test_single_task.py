@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import requires_data
 from nslm.cli import main
 from nslm.config import load_config
 from nslm.evaluation.report import evaluate_run, head_of
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
 SLICE = 4_000
 MICRO_CLASSES = "year,convert,city"
-pytestmark = [requires_data, pytest.mark.realdata]
+pytestmark = pytest.mark.realdata
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import requires_data
 from nslm.cli import main
 from nslm.config import load_config
 from nslm.runs.load import load_run
@@ -27,7 +26,7 @@ from nslm.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
-pytestmark = [requires_data, pytest.mark.realdata]
+pytestmark = pytest.mark.realdata
 
 
 def run_cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.Popen:
