@@ -109,6 +109,23 @@ def make_corpus(directory: Path, train: bytes | str = GOOD_LINES) -> Path:
     return directory
 
 
+# A tiny corpus of years in three articles (test_micro_cli.py, test_cli_consistency.py)
+YEARS_TRAIN = (
+    " = Alpha = \n In 1990 and 1991 and 1992 , then 1993 and 1994 . \n"
+    " = Beta = \n From 1800 and 1801 ; 1802 , 1803 and 1805 . \n"
+    " = Gamma = \n In 1700 and 1701 and 1703 , 1702 . \n"
+)
+YEARS_EVAL = " = Delta = \n In 1990 and 1991 and 1993 , 1992 . \n"
+
+
+def make_years_corpus(directory: Path, train: str = YEARS_TRAIN, other: str = YEARS_EVAL) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "train.txt").write_text(train, encoding="utf-8")
+    for split in ("valid", "test"):
+        (directory / f"{split}.txt").write_text(other, encoding="utf-8")
+    return directory
+
+
 def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()

@@ -10,12 +10,9 @@ from pathlib import Path
 
 import pytest
 
-YEARS_TRAIN = (
-    " = Alpha = \n In 1990 and 1991 and 1992 , then 1993 and 1994 . \n"
-    " = Beta = \n From 1800 and 1801 ; 1802 , 1803 and 1805 . \n"
-    " = Gamma = \n In 1700 and 1701 and 1703 , 1702 . \n"
-)
-YEARS_EVAL = " = Delta = \n In 1990 and 1991 and 1993 , 1992 . \n"
+from helpers import YEARS_TRAIN
+from helpers import make_years_corpus as make_corpus
+
 PLUGIN = '''
 import numpy as np
 from nslm.micro import register_metric
@@ -32,14 +29,6 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
         [sys.executable, "-m", "nslm", *args],
         capture_output=True, text=True, env=dict(os.environ), cwd=cwd, timeout=300,
     )  # fmt: skip
-
-
-def make_corpus(directory: Path, train: str = YEARS_TRAIN, other: str = YEARS_EVAL) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "train.txt").write_text(train, encoding="utf-8")
-    for split in ("valid", "test"):
-        (directory / f"{split}.txt").write_text(other, encoding="utf-8")
-    return directory
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, text: str) -> None:
