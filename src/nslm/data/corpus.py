@@ -125,6 +125,23 @@ class PreparedCorpus:
                 out[i] = number_value(t)
         return out
 
+    def type_class_counts(self) -> np.ndarray:
+        """(V, C) int64: how often each type occurs as each class in the train split.
+
+        The class is the modelling one (``Split.class_ids``). These counts are all that the
+        class unigrams, the ``freq`` metric, π(c | w) of the single-task NSLM and the HNLM's
+        top level need of the train split, so a run can keep them instead of the corpus.
+        """
+        cached = self.__dict__.get("_type_class_counts")
+        if cached is None:
+            train, n_cls = self.train, len(self.class_names)
+            pairs = train.token_ids.astype(np.int64) * n_cls + train.class_ids.astype(np.int64)
+            cached = np.bincount(pairs, minlength=len(self.vocab) * n_cls)
+            cached = cached.reshape(len(self.vocab), n_cls).astype(np.int64)
+            cached.setflags(write=False)  # shared by every caller
+            self.__dict__["_type_class_counts"] = cached
+        return cached
+
     def type_coords(self) -> np.ndarray:
         """(lat, lon) of every place type in the vocabulary, NaN for other types."""
         out = np.full((len(self.vocab), 2), np.nan)

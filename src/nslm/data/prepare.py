@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections import Counter
 from importlib import metadata
 from pathlib import Path
 
@@ -23,9 +24,11 @@ from nslm.data.conversions import learn_unit_map, plausible_conversions, unit_ma
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.custom import ClassRule
 from nslm.data.locate import SPLITS, locate_corpus, user_cache_dir
-from nslm.data.tagging import class_names_for, tag_lines
+from nslm.data.tagging import TaggedText, class_names_for, tag_lines
 from nslm.data.textfile import read_text
+from nslm.data.units import Unit
 from nslm.data.vocab import Vocabulary
+from nslm.errors import NslmError
 
 _RULE_MODULES = (conversions, custom, numbers, places, tagging, units, vocab)
 FORMAT_VERSION = 1
@@ -57,15 +60,17 @@ def prepare_corpus(
     use_cache: bool = True,
     progress: bool = False,
     class_rules: tuple[ClassRule, ...] | list[ClassRule] = (),
+    download: bool = True,
 ) -> PreparedCorpus:
-    """Prepare (or load from cache) a corpus with the given ``classes`` (SPEC §2).
+    """Prepare (or load from cache) a corpus with the given ``classes``.
 
     ``class_rules`` add user-defined classes (a name and a token regex) after the built-in
-    ones; see :mod:`nslm.data.custom`.
+    ones; see :mod:`nslm.data.custom`. ``download=False`` fails at once (one line) when a
+    known corpus is not on disk, instead of fetching it.
     """
     rules = tuple(class_rules)
     class_names = class_names_for(classes, rules)
-    paths = locate_corpus(name_or_path)
+    paths = locate_corpus(name_or_path, download=download)
     texts = {split: read_text(paths[split]) for split in SPLITS}
     key = _cache_key(texts, classes, rules)
     root = Path(cache_root) if cache_root is not None else prepared_cache_root()
@@ -94,30 +99,14 @@ def _build(
 ) -> PreparedCorpus:
     tagged = {}
     for split in _progress(SPLITS, progress, "tagging"):
-        lines = texts[split].split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()  # the newline that ends the file is not an extra line
-        tagged[split] = tag_lines(lines, classes, rules)
+        tagged[split] = tag_lines(split_lines(texts[split]), classes, rules)
     voc = Vocabulary.from_train_tokens(tagged["train"].tokens)
     unit_map = learn_unit_map(tagged["train"].conversions)
-    class_index = {name: i for i, name in enumerate(class_names)}
     place_types: dict[str, str] = {}
     place_coords: dict[str, list[float]] = {}
     splits = {}
     for split, t in tagged.items():
-        rule_classes = np.fromiter(
-            (class_index[c] for c in t.classes), dtype=np.int16, count=len(t.classes)
-        )
-        splits[split] = Split(
-            name=split,
-            token_ids=voc.encode(t.tokens),
-            rule_class_ids=rule_classes,
-            values=np.asarray(t.values, dtype=np.float64),
-            coords=np.stack([np.asarray(t.lats), np.asarray(t.lons)], axis=1),
-            convert_targets=plausible_conversions(t.conversions, unit_map),
-            article_ids=np.asarray(t.articles, dtype=np.int32),
-            unk_id=voc.unk_id,
-        )
+        splits[split] = encode_tagged(split, t, voc, class_names, unit_map)
         for token, cls, lat, lon in zip(t.tokens, t.classes, t.lats, t.lons, strict=True):
             if cls in places.PLACE_CLASSES and token not in place_types:
                 place_types[token] = cls
@@ -131,6 +120,41 @@ def _build(
         "ambiguous_places": ambiguity,
     }
     return PreparedCorpus(vocab=voc, class_names=class_names, splits=splits, meta=meta)
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a split file; the newline that ends the file is not an extra line."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def encode_tagged(
+    name: str,
+    tagged: TaggedText,
+    voc: Vocabulary,
+    class_names: tuple[str, ...],
+    unit_map: dict[Unit, Counter],
+) -> Split:
+    """A tagged split as id arrays: tokens outside ``voc`` become ``<unk>``, and each
+    ``<convert>`` gets its quantity in the units ``unit_map`` (learnt on train) converts to."""
+    class_index = {c: i for i, c in enumerate(class_names)}
+    unknown = next((c for c in tagged.classes if c not in class_index), None)
+    if unknown is not None:
+        raise NslmError(f"class {unknown!r} is not one of this corpus's classes")
+    return Split(
+        name=name,
+        token_ids=voc.encode(tagged.tokens),
+        rule_class_ids=np.fromiter(
+            (class_index[c] for c in tagged.classes), dtype=np.int16, count=len(tagged.classes)
+        ),
+        values=np.asarray(tagged.values, dtype=np.float64),
+        coords=np.stack([np.asarray(tagged.lats), np.asarray(tagged.lons)], axis=1).reshape(-1, 2),
+        convert_targets=plausible_conversions(tagged.conversions, unit_map),
+        article_ids=np.asarray(tagged.articles, dtype=np.int32),
+        unk_id=voc.unk_id,
+    )
 
 
 def _ambiguity_report(tagged: dict) -> dict[str, dict]:

@@ -1,7 +1,9 @@
 """One class as a micro-model sees it: V_c with per-candidate attributes, and its positions.
 
 A built-in class (``<year>``, ``<city>``, …) comes from the prepared corpus's rules. A user
-class (SPEC §4 "Extension") comes from a regex over the vocabulary: :func:`regex_class`.
+class comes from a regex over the vocabulary: :func:`regex_class`. Building a class reads
+only the vocabulary, the class metadata and the (type, class) training counts, never a
+split, so a run directory's assets (:mod:`nslm.runs.assets`) are enough to load micro.json.
 """
 
 from __future__ import annotations
@@ -154,10 +156,9 @@ def builtin_class(corpus: PreparedCorpus, name: str) -> ClassData:
         ids = corpus.class_vocab(name)
     except KeyError:
         raise NslmError(f"the corpus cannot list the vocabulary of class <{name}>") from None
-    train = corpus.train
     lookup = _lookup(corpus, ids)
-    in_class = train.class_ids == cid
-    counts = np.bincount(lookup[train.token_ids[in_class]], minlength=len(ids)) if len(ids) else []
+    # From the (type, class) training counts, not the train split: a run's assets hold them.
+    counts = corpus.type_class_counts()[ids, cid]
     members = FAMILIES.get(family, (name,))
     family_ids = [corpus.class_names.index(m) for m in members if m in corpus.class_names]
 
@@ -195,8 +196,7 @@ def regex_class(corpus: PreparedCorpus, name: str, pattern: str) -> ClassData:
     matches[corpus.vocab.unk_id] = False
     ids = np.flatnonzero(matches)
     lookup = _lookup(corpus, ids)
-    counts = np.bincount(lookup[corpus.train.token_ids[matches[corpus.train.token_ids]]],
-                         minlength=len(ids))  # fmt: skip
+    counts = corpus.type_class_counts()[ids].sum(axis=1)  # every training use of the type
 
     def target_mask(split: Split) -> np.ndarray:
         return matches[split.token_ids]

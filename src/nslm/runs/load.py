@@ -1,6 +1,8 @@
 """Load a trained run (config.json, vocab.json, layout.json, model.safetensors) for scoring.
 
-Nothing is unpickled: the weights are safetensors, everything else JSON.
+The corpus side comes from the run's own assets (:mod:`nslm.runs.assets`): the run directory
+alone serves ``predict`` and ``generate``; only scoring a split reads the corpus. Nothing is
+unpickled: the weights are safetensors, the assets an npz without objects, the rest JSON.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from nslm.training.checkpoint import load_model_tensors, read_json
 class LoadedRun:
     cfg: TrainConfig
     model: LanguageModel
-    corpus: object  # PreparedCorpus
+    corpus: object  # PreparedCorpus; a nslm.runs.assets.RunCorpus unless load_run got one
     run_dir: Path
 
 
@@ -30,10 +32,10 @@ def load_run(run_dir: Path | str, corpus=None) -> LoadedRun:
         raise NslmError(f"not a run directory (no config.json): {run_dir}")
     cfg = config_from_json((run_dir / "config.json").read_text(encoding="utf-8"))
     if corpus is None:
-        from nslm.config import class_rules_of
-        from nslm.data import prepare_corpus
+        # the run's own assets; splits load only when scored (a run without assets gets them)
+        from nslm.runs.assets import run_corpus
 
-        corpus = prepare_corpus(cfg.corpus, cfg.classes, class_rules=class_rules_of(cfg))
+        corpus = run_corpus(run_dir, cfg)
     itos = read_json(run_dir / "vocab.json").get("itos")
     if itos != corpus.vocab.itos:
         raise NslmError(f"{run_dir} was trained on a different vocabulary than this corpus")

@@ -3,6 +3,7 @@
 Layout of a run directory::
 
     config.json  vocab.json  layout.json     what the model is (written once)
+    assets.json  assets.npz                  the model side of the corpus (nslm.runs.assets)
     latest.json                              {"checkpoint": "ckpt-00000500"}
     ckpt-00000500/                           one resumable checkpoint:
         model.safetensors                    weights

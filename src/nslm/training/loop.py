@@ -18,6 +18,7 @@ from nslm.config import TrainConfig, config_from_json, total_threads
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
+from nslm.runs.assets import write_run_assets
 from nslm.scores.positions import score_arrays
 from nslm.training import checkpoint as ck
 from nslm.training import distributed as dd
@@ -102,6 +103,8 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         ck.write_json_atomic(self.run_dir / "config.json", self.cfg.to_json())
         ck.write_json_atomic(self.run_dir / "vocab.json", {"itos": self.corpus.vocab.itos})
+        # the model side of the corpus, so the run alone serves predict and generate
+        write_run_assets(self.run_dir, self.cfg, self.corpus)
         if self.layout is not None:
             ck.write_json_atomic(self.run_dir / "layout.json", self.layout.to_json())
         if self.vectors is not None:
