@@ -8,10 +8,12 @@ export NSLM_DATA_DIR ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data
 
 .PHONY: setup demo test lint format
 
+# Quiet: pip's ~200 lines would hide the one that matters (how to activate).
 setup:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade pip
-	$(BIN)/pip install -e '.[dev]'
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@echo "installed nslm $$($(BIN)/python -c 'import importlib.metadata as m; print(m.version("nslm"))') (editable, with pytest, hypothesis, ruff) into $(VENV); activate it with: . $(BIN)/activate"
 
 demo:
 	$(BIN)/nslm demo

@@ -28,7 +28,7 @@ from nslm.data import PreparedCorpus, prepare_corpus
 def test_bad_corpus_files_exit_2_with_one_line(tmp_path: Path, train: bytes, needle: str) -> None:
     corpus = make_corpus(tmp_path / "corpus", train)
     cache = tmp_path / "cache"
-    result = run_cli("data", "prepare", str(corpus), "--cache-dir", str(cache))
+    result = run_cli("data", "prepare", str(corpus), "--prepared-dir", str(cache))
     assert_one_line_error(result, needle, "train.txt")
     assert not cache.exists() or not any(cache.iterdir())
 
@@ -64,7 +64,7 @@ def test_small_corpus_prepare_and_stats_json(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     out = tmp_path / "stats.json"
     result = run_cli(
-        "data", "stats", str(corpus), "--cache-dir", str(cache), "--json", "-o", str(out)
+        "data", "stats", str(corpus), "--prepared-dir", str(cache), "--json", "-o", str(out)
     )
     assert result.returncode == 0, result.stderr
     stats = json.loads(result.stdout)
@@ -74,7 +74,7 @@ def test_small_corpus_prepare_and_stats_json(tmp_path: Path) -> None:
 
 
 def test_real_stats_json_schema(data_dir: Path, prepared_cache: Path) -> None:
-    result = run_cli("data", "stats", "wikitext-2", "--json", "--cache-dir", str(prepared_cache))
+    result = run_cli("data", "stats", "wikitext-2", "--json", "--prepared-dir", str(prepared_cache))
     assert result.returncode == 0, result.stderr
     stats = json.loads(result.stdout)
     for split in ("train", "valid", "test"):
@@ -95,7 +95,7 @@ def test_interrupted_prepare_leaves_no_trusted_entry(data_dir: Path, tmp_path: P
     for _attempt in range(5):
         proc = subprocess.Popen(
             [sys.executable, "-m", "nslm", "data", "prepare", "wikitext-2", "--classes",
-             "numbers", "--cache-dir", str(cache)],
+             "numbers", "--prepared-dir", str(cache)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         killed_mid_write = False

@@ -107,3 +107,31 @@ def test_the_default_trains_on_two_processes_with_sparse_embedding_gradients() -
     # batch_size counts the streams of all processes.
     cfg = load_config(CONFIGS / "wt2-cpu.toml")
     assert cfg.sparse_embedding and cfg.processes == 2 and cfg.batch_size % cfg.processes == 0
+
+
+def test_eval_tokens_is_a_deprecated_name_of_test_tokens(capsys) -> None:
+    cfg = load_config(CONFIGS / "tiny.toml", ["eval_tokens=700"])
+    warning = capsys.readouterr().err.strip().splitlines()
+    assert len(warning) == 1 and warning[0].startswith("warning: config key 'eval_tokens'")
+    assert "'test_tokens'" in warning[0]
+    assert cfg.test_tokens == 700 and cfg.valid_tokens == 5000  # tiny.toml's own prefix
+    # it used to limit validation too when valid_tokens was 0
+    assert load_config(None, ["eval_tokens=700"]).valid_tokens == 700
+    assert "eval_tokens" not in cfg.to_json()
+
+
+def test_a_run_saved_with_the_old_key_loads_silently(capsys) -> None:
+    import json
+
+    from nslm.config import config_from_json
+
+    cfg = config_from_json(json.dumps({"eval_tokens": 300, "valid_tokens": 0}))
+    assert (cfg.test_tokens, cfg.valid_tokens) == (300, 300)
+    assert not capsys.readouterr().err
+
+
+def test_class_choices_come_from_the_tagger() -> None:
+    from nslm.config.train import CHOICES
+    from nslm.data.tagging import CLASS_CHOICES
+
+    assert CHOICES["classes"] is CLASS_CHOICES

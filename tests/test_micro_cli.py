@@ -46,7 +46,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     out = root / "micro.json"
     cache = str(root / "cache")
     result = run_cli("micro", "fit", "--corpus", str(corpus), "--classes", "numbers",
-                     "--only", "year", "--out", str(out), "--cache-dir", cache)  # fmt: skip
+                     "--only", "year", "--out", str(out), "--prepared-dir", cache)  # fmt: skip
     assert result.returncode == 0, result.stderr
     return corpus, out
 
@@ -67,7 +67,7 @@ def test_fit_writes_the_whole_grid_and_the_choice(tiny: tuple[Path, Path]) -> No
 
 def test_eval_and_plot_read_the_micro_json(tiny: tuple[Path, Path], tmp_path: Path) -> None:
     corpus, out = tiny
-    cache = ("--cache-dir", str(out.parent / "cache"))
+    cache = ("--prepared-dir", str(out.parent / "cache"))
     result = run_cli("micro", "eval", "--corpus", str(corpus), "--classes", "numbers",
                      "--micro", str(out), "--json", *cache)  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -84,7 +84,7 @@ def test_micro_json_from_another_vocabulary_is_refused(tiny, tmp_path: Path) -> 
     _, out = tiny
     other = make_corpus(tmp_path / "other", train=YEARS_TRAIN + " In 1999 . \n")
     result = run_cli("micro", "eval", "--corpus", str(other), "--classes", "numbers",
-                     "--micro", str(out), "--cache-dir", str(tmp_path / "cache"))  # fmt: skip
+                     "--micro", str(out), "--prepared-dir", str(tmp_path / "cache"))  # fmt: skip
     assert_one_line_error(result, "fitted on another vocabulary")
 
 
@@ -101,7 +101,7 @@ def test_micro_json_from_another_vocabulary_is_refused(tiny, tmp_path: Path) -> 
 def test_bad_input_is_one_line_and_exit_2(tiny, tmp_path: Path, args, message) -> None:
     corpus, _ = tiny
     result = run_cli("micro", "fit", "--corpus", str(corpus), "--classes", "numbers",
-                     "--out", str(tmp_path / "m.json"), "--cache-dir", str(tmp_path / "c"),
+                     "--out", str(tmp_path / "m.json"), "--prepared-dir", str(tmp_path / "c"),
                      *args)  # fmt: skip
     assert_one_line_error(result, message)
     assert not (tmp_path / "m.json").exists()  # no half-written output
@@ -118,7 +118,7 @@ def test_a_user_class_and_metric_need_no_package_edit(tiny, tmp_path: Path) -> N
     out = tmp_path / "user.json"
     result = run_cli("micro", "fit", "--corpus", str(corpus), "--classes", "numbers",
                      "--only", "year", "--class-file", str(tmp_path / "classes.toml"),
-                     "--out", str(out), "--cache-dir", str(tmp_path / "c"))  # fmt: skip
+                     "--out", str(out), "--prepared-dir", str(tmp_path / "c"))  # fmt: skip
     assert result.returncode == 0, result.stderr
     entry = json.loads(out.read_text())["classes"]["nineties"]
     assert entry["source"]["kind"] == "regex" and entry["vc_size"] == 5  # 1990-1994
@@ -126,7 +126,7 @@ def test_a_user_class_and_metric_need_no_package_edit(tiny, tmp_path: Path) -> N
     assert {c["pdf"] for c in entry["grid"]} == {"multinomial", "gaussian"}
     # micro.json re-registers the plug-in by itself when read back
     result = run_cli("micro", "eval", "--corpus", str(corpus), "--classes", "numbers",
-                     "--micro", str(out), "--json", "--cache-dir", str(tmp_path / "c"),
+                     "--micro", str(out), "--json", "--prepared-dir", str(tmp_path / "c"),
                      cwd=tmp_path.parent)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "nineties" in json.loads(result.stdout)

@@ -56,7 +56,7 @@ def test_empty_corpus_exits_2(tmp_path: Path, capsys) -> None:
     corpus = make_corpus(tmp_path / "c", train_lines=[])
     for extra in ([], ["--raw"]):
         code, _, err = run(
-            capsys, "ngram", "build", *extra, "--cache-dir", str(tmp_path / "cache"),
+            capsys, "ngram", "build", *extra, "--prepared-dir", str(tmp_path / "cache"),
             str(corpus), str(tmp_path / "m"),
         )  # fmt: skip
         assert_one_line_error(code, err, "empty")
@@ -83,7 +83,7 @@ def test_kn_failure_leaves_no_model(tmp_path: Path, capsys) -> None:
 def test_build_eval_export_generate(tmp_path: Path, capsys) -> None:
     corpus = make_corpus(tmp_path / "c")
     model_dir = tmp_path / "model"
-    cache = ["--cache-dir", str(tmp_path / "cache")]
+    cache = ["--prepared-dir", str(tmp_path / "cache")]
     code, _, err = run(
         capsys, "ngram", "build", "--order", "3", "--discount-fallback", *cache,
         str(corpus), str(model_dir),
@@ -131,3 +131,28 @@ def test_mle_eval_reports_infinite_perplexity(tmp_path: Path, capsys) -> None:
     assert result["zero_probability_tokens"] > 0
     code, out, _ = run(capsys, "ngram", "eval", str(model_dir))
     assert "inf" in out and "probability 0" in out
+
+
+def test_corpus_and_out_options_equal_the_positionals(tmp_path: Path, capsys) -> None:
+    corpus = make_corpus(tmp_path / "c")
+    cache = ["--prepared-dir", str(tmp_path / "cache")]
+    models = {}
+    for name, spelling in [
+        ("positional", [str(corpus), str(tmp_path / "positional")]),
+        ("options", ["--corpus", str(corpus), "-o", str(tmp_path / "options")]),
+        ("mixed", ["--corpus", str(corpus), str(tmp_path / "mixed")]),
+    ]:
+        code, _, err = run(
+            capsys, "ngram", "build", "--order", "2", "--method", "mle", *cache, *spelling
+        )
+        assert code == 0, err
+        models[name] = json.loads((tmp_path / name / "model.json").read_text())["meta"]
+    sizes = {k: (m["corpus"], m["stream"]) for k, m in models.items()}
+    assert len(set(sizes.values())) == 1
+    for out_flag in ("-o", "--out", "--output"):  # --output stays accepted on ngram eval
+        target = tmp_path / f"eval{out_flag}.json"
+        code, _, err = run(capsys, "ngram", "eval", str(tmp_path / "options"), *cache,
+                           out_flag, str(target))  # fmt: skip
+        assert code == 0 and target.is_file(), err
+    code, _, err = run(capsys, "ngram", "build", *cache)
+    assert_one_line_error(code, err, "--corpus NAME|DIR -o DIR")

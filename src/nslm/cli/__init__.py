@@ -8,22 +8,30 @@ import click
 
 from nslm.cli.data import data_group
 from nslm.cli.demo import demo_command
+from nslm.cli.eval import eval_command
 from nslm.cli.experiment import experiment_group
 from nslm.cli.generate import generate_command
-from nslm.cli.micro import micro_group
+from nslm.cli.micro import fit_micro_command, micro_group
 from nslm.cli.ngram import ngram_group
-from nslm.cli.nslm_cmds import fit_micro_command, predict_command
-from nslm.cli.train import eval_command, train_command
+from nslm.cli.predict import predict_command
+from nslm.cli.train import train_command
 from nslm.errors import NslmError
 
 
 @click.group(
     name="nslm",
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    invoke_without_command=True,
 )
 @click.version_option(package_name="nslm")
-def cli() -> None:
-    """Neural-symbolic language models that get numbers, dates and places right."""
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Neural-symbolic language models that get numbers, dates and places right.
+
+    Start with 'nslm demo' (about 10 minutes on 2 cores); 'nslm COMMAND --help' for more.
+    """
+    if ctx.invoked_subcommand is None:  # bare `nslm`: the help, and success
+        click.echo(ctx.get_help())
 
 
 cli.add_command(data_group)

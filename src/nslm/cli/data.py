@@ -10,20 +10,20 @@ from rich.console import Console
 from rich.table import Table
 
 from nslm.atomic import write_json_atomic
-from nslm.cli.options import cache_option
+from nslm.cli.options import (
+    classes_option,
+    corpus_option,
+    hidden_alias,
+    out_option,
+    pick_corpus,
+    prepared_dir_option,
+)
 from nslm.data.custom import parse_class_rule
 from nslm.data.prepare import prepare_corpus
 from nslm.data.stats import corpus_stats
-from nslm.data.tagging import CLASS_CHOICES
 
-corpus_argument = click.argument("corpus", default="wikitext-2", required=False)
-classes_option = click.option(
-    "--classes",
-    type=click.Choice(CLASS_CHOICES),
-    default="all",
-    show_default=True,
-    help="Which classes to tag.",
-)
+# The corpus as a positional stays accepted (documented); --corpus is the common spelling.
+corpus_argument = click.argument("corpus_arg", metavar="[CORPUS]", required=False)
 rule_option = click.option(
     "--class-rule",
     "class_rules",
@@ -37,24 +37,31 @@ rule_option = click.option(
 def data_group() -> None:
     """Find, prepare and describe corpora.
 
-    CORPUS is a known corpus name (wikitext-2), looked up in $NSLM_DATA_DIR, then
-    ~/.cache/nslm, then downloaded; or a directory holding train/valid/test files.
+    --corpus NAME|DIR (or CORPUS) is a known corpus name (wikitext-2), looked up in
+    $NSLM_DATA_DIR, then ~/.cache/nslm, then downloaded; or a directory holding
+    train/valid/test files.
     """
 
 
 @data_group.command("prepare")
 @corpus_argument
-@classes_option
+@corpus_option()
+@classes_option()
 @rule_option
-@cache_option
+@prepared_dir_option
 def prepare(
-    corpus: str, classes: str, class_rules: tuple[str, ...], cache_dir: Path | None
+    corpus_arg: str | None,
+    corpus: str | None,
+    classes: str,
+    class_rules: tuple[str, ...],
+    prepared_dir: Path | None,
 ) -> None:
     """Re-join numbers, chunk places, tag classes and build the vocabulary; cache the result."""
+    corpus = pick_corpus(corpus, corpus_arg)
     rules = [parse_class_rule(r) for r in class_rules]
     console = Console(stderr=True)
     with console.status(f"preparing {corpus} (classes: {classes})"):
-        prepared = prepare_corpus(corpus, classes, cache_root=cache_dir, class_rules=rules)
+        prepared = prepare_corpus(corpus, classes, cache_root=prepared_dir, class_rules=rules)
     sizes = ", ".join(f"{s} {len(x):,}" for s, x in prepared.splits.items())
     console.print(
         f"prepared {corpus}: vocabulary {len(prepared.vocab):,} types; tokens {sizes}; "
@@ -64,31 +71,29 @@ def prepare(
 
 @data_group.command("stats")
 @corpus_argument
-@classes_option
+@corpus_option()
+@classes_option()
 @rule_option
-@cache_option
+@prepared_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the JSON to this file.",
-)
+@out_option("Also write the JSON to this file.")
+@hidden_alias("--output", "out", type=click.Path(dir_okay=False, path_type=Path))
 def stats(
-    corpus: str,
+    corpus_arg: str | None,
+    corpus: str | None,
     classes: str,
     class_rules: tuple[str, ...],
-    cache_dir: Path | None,
+    prepared_dir: Path | None,
     as_json: bool,
-    output: Path | None,
+    out: Path | None,
 ) -> None:
     """Token, type and OOV counts per class and split, and how ambiguous places resolved."""
+    corpus = pick_corpus(corpus, corpus_arg)
     rules = [parse_class_rule(r) for r in class_rules]
-    prepared = prepare_corpus(corpus, classes, cache_root=cache_dir, class_rules=rules)
+    prepared = prepare_corpus(corpus, classes, cache_root=prepared_dir, class_rules=rules)
     result = corpus_stats(prepared)
-    if output is not None:
-        write_json_atomic(output, result, indent=2)
+    if out is not None:
+        write_json_atomic(out, result, indent=2)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

@@ -1,19 +1,19 @@
 """``nslm demo``: the whole NSLM pipeline on WikiText-2 with a small, fast config.
 
-prepare → train (``configs/demo.toml``) → fit-micro (fast grid) → eval (Tables 2 and 3 on
+prepare → train (``configs/demo.toml``) → micro fit (fast grid) → eval (Tables 2 and 3 on
 test) → predict (the paper's William-the-Conqueror prompt). About 10 minutes on 2 cores;
 a second call reuses the trained run and the fitted micro-models.
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 from pathlib import Path
 
 import click
 
 from nslm.errors import NslmError
-from nslm.generation.predict import DEFAULT_PROMPT
 
 DEMO_CONFIG = "demo.toml"
 
@@ -56,26 +56,36 @@ class Stages:
     help="Training config [configs/demo.toml].",
 )
 @click.option(
+    "-o",
+    "--out",
     "--run-dir",
+    "run_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("runs/demo"),
     show_default=True,
+    help="The run directory (--run-dir is the same option); reused if it holds the demo.",
 )
-@click.option("--prompt", default=DEFAULT_PROMPT, show_default=True)
+@click.option(
+    "--prompt",
+    default=None,
+    help="Text whose next token is predicted at the end [the paper's William the Conqueror "
+    "sentence, ending in 'and died in'].",
+)
 @click.option("--fresh", is_flag=True, help="Refit the micro-models even if micro.json exists.")
-def demo_command(config: Path | None, run_dir: Path, prompt: str, fresh: bool) -> None:
+def demo_command(config: Path | None, run_dir: Path, prompt: str | None, fresh: bool) -> None:
     """Prepare, train, fit micro-models, print Tables 2 and 3 and one prediction."""
-    from nslm.cli.nslm_cmds import eval_tables
+    from nslm.cli.eval import eval_tables
     from nslm.cli.train import _ensure_passive_openmp
     from nslm.config import class_rules_of, load_config
     from nslm.data import prepare_corpus
-    from nslm.generation.predict import predict, render
+    from nslm.generation.predict import DEFAULT_PROMPT, predict, render
     from nslm.runs.load import load_run
     from nslm.runs.micro import fit_run_micro, load_run_micro, write_run_micro
     from nslm.training.loop import train
 
     # the demo trains: wait passively in OpenMP, as `nslm train` does (re-executes once)
     _ensure_passive_openmp()
+    prompt = prompt or DEFAULT_PROMPT
     stage = Stages(5)
     cfg = load_config(find_config(config))
     stage(f"prepare {cfg.corpus} with classes={cfg.classes}")
@@ -94,9 +104,9 @@ def demo_command(config: Path | None, run_dir: Path, prompt: str, fresh: bool) -
 
     micro_path = run_dir / "micro.json"
     if micro_path.is_file() and not fresh:
-        stage(f"fit-micro: reusing {micro_path}")
+        stage(f"micro fit: reusing {micro_path}")
     else:
-        stage("fit-micro --fast: {metric, PDF} grid search per class on validation")
+        stage("micro fit --fast: {metric, PDF} grid search per class on validation")
         t0 = time.perf_counter()
         payload = fit_run_micro(
             loaded,
@@ -108,9 +118,25 @@ def demo_command(config: Path | None, run_dir: Path, prompt: str, fresh: bool) -
         write_run_micro(loaded, payload)
 
     stage("eval --split test: Tables 2 and 3 (λ tuned on validation)")
+    click.echo("  scoring the test split with the NNLM, the HNLM and the NSLM …", err=True)
     results = eval_tables(run_dir, ("test",))
 
     stage(f"predict {prompt!r}")
     lam = results["test"]["tables"].get("numbers", {}).get("lambda", 0.0)
     click.echo(render(predict(loaded, load_run_micro(loaded), prompt, k=10, lam=lam)))
     click.secho(f"demo done in {stage.done() / 60:.1f} min; run dir {run_dir}", err=True)
+    click.echo(next_steps(run_dir), err=True)
+
+
+def next_steps(run_dir: Path) -> str:
+    """What to try after the demo, on its own run."""
+    run = shlex.quote(str(run_dir))
+    commands = [
+        (f"nslm predict {run} 'The war ended in'", "another prompt"),
+        (f"nslm generate {run} --prompt 'In 1990 ,' --max-tokens 40", "sample text"),
+        (f"nslm eval {run} --split test --cache", "add the neural-cache columns"),
+        (f"nslm micro plot {run} --only year", "year PDF over its histogram"),
+    ]
+    width = max(len(c) for c, _ in commands)
+    lines = [f"  {c:<{width}}  # {why}" for c, why in commands]
+    return "next, try:\n" + "\n".join(lines)

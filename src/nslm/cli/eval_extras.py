@@ -1,8 +1,9 @@
 """``nslm eval RUN --cache --crnn --by-rarity``: the paper's remaining columns and Figure 3.
 
-The options are declared here and handed to ``eval_command`` as one bundle, so the command
-itself only wires the column sources into ``eval_tables`` (order matters: the CRNN before
-the cache, which mixes with it; the rarity recorder last, so it sees every column).
+The options are declared here and handed to ``eval_command`` (cli/eval.py) as one bundle,
+so the command itself only wires the column sources into ``eval_tables`` (order matters: the
+CRNN before the cache, which mixes with it; the rarity recorder last, so it sees every
+column). Only cli/eval.py imports this module.
 """
 
 from __future__ import annotations
@@ -13,21 +14,21 @@ from typing import Any
 
 import click
 
+from nslm.cli.options import list_option
 from nslm.errors import NslmError
 
 Factory = Callable[[Any], Any]  # LoadedRun → ColumnSource
 
 
-def _numbers(text: str | None, kind: type, option: str) -> tuple | None:
-    if text is None:
+def _numbers(given: tuple[str, ...] | None, kind: type, option: str) -> tuple | None:
+    """The numbers of a list option (already split at commas by its callback)."""
+    if not given:
         return None
     try:
-        values = tuple(kind(v) for v in text.split(",") if v.strip())
+        return tuple(kind(v) for v in given)
     except ValueError:
+        text = ",".join(given)
         raise NslmError(f"{option} takes comma-separated numbers, not {text!r}") from None
-    if not values:
-        raise NslmError(f"{option} is empty")
-    return values
 
 
 def paper_options(command: Callable) -> Callable:
@@ -36,12 +37,12 @@ def paper_options(command: Callable) -> Callable:
         click.option("--cache", is_flag=True,
                      help="Add a neural-cache column for every model (the paper's Num/Geo "
                      "Cache rows; window, θ, λ tuned on valid)."),
-        click.option("--cache-window", default=None, metavar="W1,W2,…",
-                     help="Cache windows to try [100,250,500,1000]."),
-        click.option("--cache-theta", default=None, metavar="T1,T2,…",
-                     help="Cache θ values to try [0.1,0.25,0.5,0.75,1]."),
-        click.option("--cache-lambda", default=None, metavar="L1,L2,…",
-                     help="Cache λ values to try, in (0, 1] [0.05,0.1,…,0.7]."),
+        list_option("--cache-window", metavar="W1,W2,…",
+                    help="Cache windows to try [100,250,500,1000]."),
+        list_option("--cache-theta", metavar="T1,T2,…",
+                    help="Cache θ values to try [0.1,0.25,0.5,0.75,1]."),
+        list_option("--cache-lambda", metavar="L1,L2,…",
+                    help="Cache λ values to try, in (0, 1] [0.05,0.1,…,0.7]."),
         click.option("--crnn", is_flag=True,
                      help="Add the CRNN column (a char-LSTM per class, trained once)."),
         click.option("--crnn-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -68,9 +69,9 @@ class PaperExtras:
         self,
         *,
         cache: bool = False,
-        cache_window: str | None = None,
-        cache_theta: str | None = None,
-        cache_lambda: str | None = None,
+        cache_window: tuple[str, ...] = (),
+        cache_theta: tuple[str, ...] = (),
+        cache_lambda: tuple[str, ...] = (),
         crnn: bool = False,
         crnn_dir: Path | None = None,
         crnn_steps: int = 1500,
@@ -82,7 +83,7 @@ class PaperExtras:
 
         given = {"--cache-window": cache_window, "--cache-theta": cache_theta,
                  "--cache-lambda": cache_lambda}  # fmt: skip
-        stray = [name for name, value in given.items() if value is not None]
+        stray = [name for name, value in given.items() if value]
         if stray and not cache:
             raise NslmError(f"{stray[0]} needs --cache")
         grid = CacheGrid()

@@ -8,6 +8,9 @@ from typing import Any
 
 import click
 
+from nslm.cli.options import out_option, split_names
+from nslm.errors import NslmError
+
 
 @click.group("experiment")
 def experiment_group() -> None:
@@ -19,17 +22,11 @@ def experiment_group() -> None:
     "--n",
     "ns",
     multiple=True,
-    type=int,
     metavar="N [N ...]",
-    help="Corpus sizes: pairs 'n , n+1' for n = 1 … N (e.g. --n 100 1000 10000).",
+    help="Corpus sizes: pairs 'n , n+1' for n = 1 … N (--n 100 1000 10000, or 100,1000).",
 )
-@click.argument("more_ns", nargs=-1, type=int, metavar="")
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the results as JSON here (rewritten after each N).",
-)
+@click.argument("more_ns", nargs=-1, metavar="")
+@out_option("Write the results as JSON here (rewritten after each N).")
 @click.option(
     "--config",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -48,8 +45,8 @@ def experiment_group() -> None:
     help="Keep the corpora and runs here [a temporary directory, removed afterwards].",
 )
 def increment_command(
-    ns: tuple[int, ...],
-    more_ns: tuple[int, ...],
+    ns: tuple[str, ...],
+    more_ns: tuple[str, ...],
     out: Path | None,
     config: Path | None,
     epochs: int | None,
@@ -57,15 +54,23 @@ def increment_command(
     seed: int | None,
     work_dir: Path | None,
 ) -> None:
-    """Table 7: the NNLM memorises 'n , n+1' pairs but fails on unseen ones; the NSLM with a
-    diff micro-model (Eq. 4) does not. Prints train and test perplexity of both per N."""
+    """Table 7: the NNLM memorises 'n , n+1' pairs but fails on unseen ones, not the NSLM.
+
+    The NSLM uses a diff micro-model (the paper's Eq. 4). Prints the train and test
+    perplexity of both per N.
+    """
     from nslm.atomic import write_json_atomic
     from nslm.cli.train import _ensure_passive_openmp
     from nslm.experiments.increment import IncrementConfig, format_table, run_increment
     from nslm.experiments.increment_data import check_sizes
 
     # --n 100 1000 10000: click gives the first value to --n and the rest as arguments.
-    sizes = check_sizes([*ns, *more_ns])
+    given = split_names([*ns, *more_ns])
+    try:
+        numbers = [int(n) for n in given]
+    except ValueError:
+        raise NslmError(f"--n takes whole numbers, not {' '.join(given)!r}") from None
+    sizes = check_sizes(numbers)
     overrides: dict[str, Any] = {
         k: v
         for k, v in (("epochs", epochs), ("max_minutes", minutes), ("seed", seed))

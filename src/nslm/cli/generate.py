@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from nslm.cli.options import check_run, model_option, use_nslm
 from nslm.errors import NslmError
 from nslm.generation.ngram import generate_ngram
 from nslm.generation.sampling import Sampler, SamplingConfig
@@ -16,16 +17,20 @@ NSLM = "nslm"
 @click.command("generate")
 @click.argument("run", type=click.Path(path_type=Path))
 @click.option("--prompt", default="", help="Text to continue (whitespace-tokenised).")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=1), default=50, show_default=True,
+              help="How many tokens to generate.")  # fmt: skip
 @click.option("--temperature", type=float, default=1.0, show_default=True, help="0 = greedy.")
-@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True, help="0 = all.")
-@click.option("--top-p", type=float, default=1.0, show_default=True)
+@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Sample among the k likeliest tokens only (0 = all).")  # fmt: skip
+@click.option("--top-p", type=click.FloatRange(0.0, 1.0, min_open=True), default=1.0,
+              show_default=True, help="Nucleus sampling: among the likeliest tokens whose "
+              "probabilities add up to p (1 = all).")  # fmt: skip
 @click.option("--seed", type=int, default=None, help="Fix the random draws.")
+@model_option("generate")
 @click.option(
     "--head",
     default=None,
-    help="Training runs: nnlm, hnlm or nslm (Eq. 4 with RUN/micro.json) "
-    "[nslm if RUN/micro.json exists, else the first head].",
+    help="Training runs, neural model: nnlm or hnlm [the first head]; 'nslm' is --model nslm.",
 )
 @click.option(
     "--show-classes", is_flag=True, help="NSLM: print each generated class token as token/<class>."
@@ -40,34 +45,31 @@ def generate_command(
     seed: int | None,
     head: str | None,
     show_classes: bool,
+    model_kind: str = "auto",
 ) -> None:
     """Continue PROMPT with the LM in RUN: a training run directory (`nslm train`), an
     n-gram model directory (`nslm ngram build`) or an ARPA file.
 
-    With RUN/micro.json (`nslm fit-micro RUN`) a training run generates through the NSLM:
-    class tokens (years, places, …) come from the micro-models, so a generated year follows
-    the previous one. A sentence end (</s>, <eos>) is printed as a line break.
+    Through the NSLM (RUN/micro.json, from 'nslm micro fit RUN'), class tokens (years,
+    places, …) come from the micro-models, so a generated year follows the previous one.
+    A sentence end (</s>, <eos>) is printed as a line break.
     """
     config = SamplingConfig(temperature=temperature, top_k=top_k or None, top_p=top_p)
     sampler = Sampler(config, seed=seed)
     tokens = ["</s>" if t == "<eos>" else t for t in prompt.split()]
     if _is_ngram(run):
-        if head == NSLM or show_classes:
-            raise NslmError("an n-gram model has no micro-models: --head nslm needs a training run")
+        if head == NSLM or show_classes or model_kind == NSLM:
+            raise NslmError("an n-gram model has no micro-models: the NSLM needs a training run")
         from nslm.cli.ngram import load_model
 
         generated = generate_ngram(load_model(run), tokens, max_tokens, sampler)
-    elif (run / "config.json").is_file():
-        if head is None and (run / "micro.json").is_file():
-            head = NSLM
-        if show_classes and head != NSLM:
-            raise NslmError("--show-classes needs the NSLM (--head nslm and RUN/micro.json)")
-        if head == NSLM:
+    else:
+        check_run(run)
+        model_kind = _model_of(run, model_kind, head, show_classes)
+        if use_nslm(run, model_kind, "generate"):
             generated = _generate_nslm(run, prompt, max_tokens, sampler, show_classes)
         else:
             generated = _generate_neural(run, tokens, max_tokens, sampler, head)
-    else:
-        raise NslmError(f"no run or model at {run}")
     lines: list[list[str]] = [[]]
     for token in [*tokens, *generated]:
         if token == "</s>":
@@ -75,6 +77,21 @@ def generate_command(
         else:
             lines[-1].append(token)
     click.echo("\n".join(" ".join(line) for line in lines))
+
+
+def _model_of(run: Path, model_kind: str, head: str | None, show_classes: bool) -> str:
+    """--model with --head folded in: --head nslm is --model nslm, another head is neural."""
+    if head == NSLM:
+        if model_kind == "neural":
+            raise NslmError("--head nslm contradicts --model neural")
+        return NSLM
+    if head is not None:
+        if model_kind == NSLM:
+            raise NslmError(f"--head {head} is a neural head; drop it for --model nslm")
+        model_kind = "neural"
+    if show_classes and (model_kind == "neural" or not (run / "micro.json").is_file()):
+        raise NslmError("--show-classes needs the NSLM (RUN/micro.json and no neural --head)")
+    return model_kind
 
 
 def _generate_neural(
@@ -107,8 +124,6 @@ def _generate_nslm(
     from nslm.runs.micro import load_run_micro
     from nslm.scores.passes import use_threads
 
-    if not (run / "micro.json").is_file():  # before the (slow) corpus load
-        raise NslmError(f"no {run / 'micro.json'}: run 'nslm fit-micro {run}' first")
     loaded = load_run(run)
     use_threads(total_threads(loaded.cfg))
     micro = load_run_micro(loaded)

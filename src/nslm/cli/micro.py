@@ -1,33 +1,41 @@
-"""``nslm micro fit|eval|plot|list``: micro-models on a prepared corpus, with no LM."""
+"""``nslm micro fit|eval|plot|list`` and ``nslm fit-micro`` (an alias of ``micro fit``).
+
+``micro fit RUN`` fits the micro-models of a training run (RUN/micro.json); without RUN,
+``micro fit --corpus NAME|DIR -o FILE`` fits them on a prepared corpus alone, which needs
+no language model: per class, the NSLM's perplexity depends on the micro-model only through
+P_MM at the class's positions.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from nslm.cli.options import cache_option
+from nslm.cli.options import (
+    DEFAULT_CORPUS,
+    check_run,
+    classes_option,
+    corpus_option,
+    list_option,
+    out_option,
+    prepared_dir_option,
+    run_argument,
+)
 from nslm.data.prepare import prepare_corpus
-from nslm.data.tagging import CLASS_CHOICES
+from nslm.errors import NslmError
 
-_corpus = click.option("--corpus", default="wikitext-2", show_default=True, help="Corpus name/dir.")
-_classes = click.option(
-    "--classes", type=click.Choice(CLASS_CHOICES), default="all", show_default=True,
-    help="Which classes the corpus is prepared with.",
-)  # fmt: skip
-_only = click.option("--only", default=None, help="Comma-separated classes (default: all).")
-_cache = cache_option
+_corpus = corpus_option()
+_classes = classes_option(help="Which classes the corpus is prepared with [all].", default=None)
+_only = list_option("--only", help="Only these classes, e.g. year,city [every class].")
 _plugin = click.option(
-    "--plugin", "plugins", multiple=True,
+    "--plugin", "plugins", multiple=True, metavar="FILE.py|MODULE",
     help="A .py file or module that registers metrics/PDFs (repeatable).",
 )  # fmt: skip
-
-
-def _split_names(text: str | None) -> list[str] | None:
-    return [n.strip().strip("<>") for n in text.split(",") if n.strip()] if text else None
 
 
 def _load_plugins(plugins: tuple[str, ...]) -> None:
@@ -39,52 +47,111 @@ def _load_plugins(plugins: tuple[str, ...]) -> None:
 
 @click.group("micro")
 def micro_group() -> None:
-    """Fit, select, evaluate and plot micro-models (paper Eq. 1) on a prepared corpus.
+    """Fit, select, evaluate and plot the micro-models P_MM of the paper's Eq. 1.
 
-    Per class, the NSLM's perplexity depends on the micro-model only through P_MM at the
-    class's positions, so selection and its evaluation need no language model.
+    'micro fit RUN' fits those of a training run; the other modes work on a prepared corpus
+    alone, since per class the NSLM's perplexity depends on the micro-model only through
+    P_MM at the class's positions.
     """
 
 
 @micro_group.command("fit")
-@_corpus
-@_classes
+@run_argument(required=False)
+@click.option("--fast", is_flag=True, help="Leave the mixture of Gaussians out of the grid (~10×).")
 @_only
-@_cache
+@list_option("--metric", "metrics", help="Limit the grid to these metrics.")
+@list_option("--pdf", "pdfs", help="Limit the grid to these PDFs.")
 @_plugin
 @click.option("--class-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="TOML file of user classes (regex, metrics, pdfs) and plug-ins.")  # fmt: skip
-@click.option("--metric", "metrics", multiple=True, help="Limit the grid to these metrics.")
-@click.option("--pdf", "pdfs", multiple=True, help="Limit the grid to these PDFs.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where to write micro.json.")  # fmt: skip
-def fit(corpus: str, classes: str, only: str | None, cache_dir: Path | None,
-        plugins: tuple[str, ...], class_file: Path | None, metrics: tuple[str, ...],
-        pdfs: tuple[str, ...], out: Path) -> None:  # fmt: skip
-    """Grid-search {metric, PDF} per class on validation; write every cell and the winner."""
+              help="TOML of classes (regex, metrics, pdfs) and plug-ins: with RUN it limits "
+              "the grid of the run's classes, without RUN it adds user classes.")  # fmt: skip
+@out_option("Where to write micro.json [RUN/micro.json; required without RUN].")
+@_corpus
+@_classes
+@prepared_dir_option
+def fit(run: Path | None, fast: bool, only: tuple[str, ...], metrics: tuple[str, ...],
+        pdfs: tuple[str, ...], plugins: tuple[str, ...], class_file: Path | None,
+        out: Path | None, corpus: str | None, classes: str | None,
+        prepared_dir: Path | None) -> None:  # fmt: skip
+    """Exhaustive {metric, PDF} grid search per class on validation (paper Table 1, step 4).
+
+    With RUN (a training run): its corpus and classes; writes RUN/micro.json, the selected
+    pair of every class, every fitted parameter and the validation perplexity of every grid
+    cell. Without RUN: on --corpus alone (no LM), written to -o FILE.
+    """
     from nslm.micro.metrics import get_metric
     from nslm.micro.pdfs import get_pdf
-    from nslm.micro.pipeline import fit_micro
-    from nslm.micro.plugins import load_class_file
-    from nslm.micro.store import write_micro_json
 
-    _load_plugins(plugins)
+    _load_plugins(plugins)  # before the names are checked: a plug-in may define them
     for name in metrics:
         get_metric(name)  # an unknown name fails before minutes of preparation
     for name in pdfs:
         get_pdf(name)
+    if run is not None:
+        if corpus or classes or prepared_dir:
+            raise NslmError("RUN brings its own corpus: drop --corpus, --classes, --prepared-dir")
+        _fit_run(run, fast, list(only) or None, list(metrics) or None, list(pdfs) or None,
+                 plugins, class_file, out)  # fmt: skip
+        return
+    if out is None:
+        raise NslmError(
+            "give RUN (a training run), or -o FILE to fit on --corpus alone [wikitext-2]"
+        )
+    if fast and not pdfs:
+        from nslm.micro.pdfs import pdf_names
+        from nslm.runs.micro import SLOW_PDFS
+
+        pdfs = tuple(p for p in pdf_names() if p not in SLOW_PDFS)
+    _fit_corpus(corpus or DEFAULT_CORPUS, classes or "all", prepared_dir, list(only) or None,
+                list(metrics) or None, list(pdfs) or None, class_file, out)  # fmt: skip
+
+
+fit_micro_command = click.Command(
+    "fit-micro",
+    callback=fit.callback,
+    params=fit.params,
+    help="Alias of 'nslm micro fit' (same options): the {metric, PDF} grid search per class "
+    "of RUN (paper Table 1, step 4) into RUN/micro.json.",
+    short_help="Alias of 'nslm micro fit'.",
+)
+
+
+def _fit_run(run: Path, fast: bool, only: list[str] | None, metrics: list[str] | None,
+             pdfs: list[str] | None, plugins: tuple[str, ...], class_file: Path | None,
+             out: Path | None) -> None:  # fmt: skip
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import fit_run_micro, write_run_micro
+
+    loaded = load_run(run)
+    start = time.perf_counter()
+
+    def progress(name: str) -> None:
+        click.echo(f"  grid search <{name}>  ({time.perf_counter() - start:.0f} s)", err=True)
+
+    payload = fit_run_micro(
+        loaded, only=only, fast=fast, metrics=metrics, pdfs=pdfs, plugins=plugins,
+        class_file=class_file, progress=progress,
+    )  # fmt: skip
+    path = write_run_micro(loaded, payload, out)
+    _print_summary(payload)
+    click.echo(f"wrote {path} ({time.perf_counter() - start:.0f} s)")
+
+
+def _fit_corpus(corpus: str, classes: str, prepared_dir: Path | None, only: list[str] | None,
+                metrics: list[str] | None, pdfs: list[str] | None, class_file: Path | None,
+                out: Path) -> None:  # fmt: skip
+    from nslm.micro.pipeline import fit_micro
+    from nslm.micro.plugins import load_class_file
+    from nslm.micro.store import write_micro_json
+
     users = load_class_file(class_file) if class_file else []
     console = Console(stderr=True)
-    prepared = prepare_corpus(corpus, classes, cache_root=cache_dir)
+    prepared = prepare_corpus(corpus, classes, cache_root=prepared_dir)
     with console.status("fitting") as status:
         _, payload = fit_micro(
-            prepared,
-            names=_split_names(only),
-            user_classes=users,
-            metrics=list(metrics) or None,
-            pdfs=list(pdfs) or None,
+            prepared, names=only, user_classes=users, metrics=metrics, pdfs=pdfs,
             progress=lambda name: status.update(f"grid search <{name}>"),
-        )
+        )  # fmt: skip
     write_micro_json(out, payload)
     _print_summary(payload)
     console.print(f"wrote {out}")
@@ -93,20 +160,20 @@ def fit(corpus: str, classes: str, only: str | None, cache_dir: Path | None,
 @micro_group.command("eval")
 @_corpus
 @_classes
-@_cache
+@prepared_dir_option
 @_plugin
 @click.option("--micro", "micro_path", type=click.Path(dir_okay=False, path_type=Path),
               required=True, help="A micro.json from 'nslm micro fit'.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def eval_(corpus: str, classes: str, cache_dir: Path | None, plugins: tuple[str, ...],
-          micro_path: Path, as_json: bool) -> None:  # fmt: skip
+def eval_(corpus: str | None, classes: str | None, prepared_dir: Path | None,
+          plugins: tuple[str, ...], micro_path: Path, as_json: bool) -> None:  # fmt: skip
     """P_MM vs class-unigram perplexity per class on valid and test, from a micro.json."""
     from nslm.evaluation.perplexity import perplexity
     from nslm.micro.model import unigram_log_probs
     from nslm.micro.store import load_micro_models
 
     _load_plugins(plugins)
-    prepared = prepare_corpus(corpus, classes, cache_root=cache_dir)
+    prepared = prepare_corpus(corpus or DEFAULT_CORPUS, classes or "all", cache_root=prepared_dir)
     models = load_micro_models(micro_path, prepared)
     rows = {}
     for name, model in models.items():
@@ -129,27 +196,27 @@ def eval_(corpus: str, classes: str, cache_dir: Path | None, plugins: tuple[str,
 
 
 @micro_group.command("plot")
-@click.argument("run", required=False, type=click.Path(file_okay=False, path_type=Path))
+@run_argument(required=False)
 @_corpus
 @_classes
 @_only
-@_cache
+@prepared_dir_option
 @_plugin
 @click.option("--micro", "micro_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Plot the selected models of this micro.json.")  # fmt: skip
 @click.option("--metric", default=None, help="Without --micro: fit this metric (e.g. diff).")
 @click.option("--pdf", default=None, help="Without --micro: fit this PDF (e.g. gaussian).")
-@click.option("--context", type=click.Choice(["class", "family"]), default="class")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Directory for the PNG files [RUN/plots with RUN].")  # fmt: skip
-def plot(run: Path | None, corpus: str, classes: str, only: str | None, cache_dir: Path | None,
-         plugins: tuple[str, ...], micro_path: Path | None, metric: str | None,
-         pdf: str | None, context: str, out: Path | None) -> None:  # fmt: skip
+@click.option("--context", type=click.Choice(["class", "family"]), default="class",
+              show_default=True, help="Without --micro: the metric's context, the previous "
+              "token of the same class or of the same family (numbers, places).")  # fmt: skip
+@out_option("Directory for the PNG files [RUN/plots with RUN].", directory=True)
+def plot(run: Path | None, corpus: str | None, classes: str | None, only: tuple[str, ...],
+         prepared_dir: Path | None, plugins: tuple[str, ...], micro_path: Path | None,
+         metric: str | None, pdf: str | None, context: str, out: Path | None) -> None:  # fmt: skip
     """Draw each fitted PDF over its training histogram (paper Figure 2: year diff).
 
-    With RUN (a training run after ``nslm fit-micro RUN``): the run's corpus and micro.json.
+    With RUN (a training run after 'nslm micro fit RUN'): the run's corpus and micro.json.
     """
-    from nslm.errors import NslmError
     from nslm.micro.classdata import builtin_class
     from nslm.micro.model import MicroModel
     from nslm.micro.plot import plot_model
@@ -157,14 +224,12 @@ def plot(run: Path | None, corpus: str, classes: str, only: str | None, cache_di
 
     _load_plugins(plugins)
     if run is not None:
-        from nslm.cli.nslm_cmds import plot_run
-
-        plot_run(run, micro_path, _split_names(only), out)
+        _plot_run(run, micro_path, list(only) or None, out)
         return
     if out is None:
-        raise NslmError("give --out DIR (or a RUN directory)")
-    prepared = prepare_corpus(corpus, classes, cache_root=cache_dir)
-    wanted = _split_names(only)
+        raise NslmError("give -o DIR (or a RUN directory)")
+    prepared = prepare_corpus(corpus or DEFAULT_CORPUS, classes or "all", cache_root=prepared_dir)
+    wanted = list(only) or None
     if micro_path is not None:
         models = load_micro_models(micro_path, prepared)
         models = {n: m for n, m in models.items() if wanted is None or n in wanted}
@@ -183,6 +248,28 @@ def plot(run: Path | None, corpus: str, classes: str, only: str | None, cache_di
             model, prepared.train, out / f"{name}_{model.metric.name}_{model.pdf.name}.png"
         )
         click.echo(str(path))
+
+
+def _plot_run(run: Path, micro_path: Path | None, only: list[str] | None, out: Path | None) -> None:
+    """``nslm micro plot RUN``: each selected PDF of RUN/micro.json over its training histogram."""
+    from nslm.micro.plot import plot_model
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import load_run_micro
+
+    check_run(run)
+    loaded = load_run(run)
+    models = load_run_micro(loaded, micro_path)
+    if only:
+        unknown = [n for n in only if n not in models]
+        if unknown:
+            raise NslmError(
+                f"no micro-model for <{unknown[0]}> in {run}; it has: {', '.join(models)}"
+            )
+        models = {n: m for n, m in models.items() if n in only}
+    out = out or Path(run) / "plots"
+    for name, model in models.items():
+        name_png = f"{name}_{model.metric.name}_{model.pdf.name}.png"
+        click.echo(str(plot_model(model, loaded.corpus.train, out / name_png)))
 
 
 @micro_group.command("list")

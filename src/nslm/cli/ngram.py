@@ -13,10 +13,15 @@ from rich.console import Console
 from rich.table import Table
 
 from nslm.atomic import write_json_atomic
-from nslm.cli.options import cache_option
+from nslm.cli.options import (
+    DEFAULT_CORPUS,
+    classes_option,
+    corpus_option,
+    out_option,
+    prepared_dir_option,
+)
 from nslm.data.locate import locate_corpus
 from nslm.data.prepare import prepare_corpus
-from nslm.data.tagging import CLASS_CHOICES
 from nslm.errors import NslmError
 from nslm.evaluation.perplexity import class_perplexities, perplexity
 from nslm.ngram.arpa import read_arpa, write_arpa
@@ -39,12 +44,16 @@ def ngram_group() -> None:
 
 
 @ngram_group.command("build")
-@click.argument("corpus")
-@click.argument("out", type=click.Path(path_type=Path))
+# CORPUS OUT as positionals stay accepted (documented); --corpus and -o are the spelling
+# every command shares.
+@click.argument("positional", nargs=-1, metavar="[CORPUS] [OUT]")
+@corpus_option(default=None, help="A known corpus name, or a directory of train/valid/test files.")
+@out_option("The directory to write the model to.", directory=True)
 @click.option("--order", type=int, default=5, show_default=True, help=f"n, 1..{MAX_ORDER}.")
-@click.option("--method", type=click.Choice(METHODS), default="kn", show_default=True)
+@click.option("--method", type=click.Choice(METHODS), default="kn", show_default=True,
+              help="kn: modified Kneser-Ney; mle: maximum likelihood; add-k: add --k.")  # fmt: skip
 @click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k of add-k.")
-@click.option("--classes", type=click.Choice(CLASS_CHOICES), default="all", show_default=True)
+@classes_option(help="Which classes the corpus is prepared with.")
 @click.option("--tagged", is_flag=True, help="Replace class tokens by their class tags.")
 @click.option("--raw", is_flag=True, help="Use the raw text as lmplz reads it (no preparation).")
 @click.option(
@@ -52,10 +61,11 @@ def ngram_group() -> None:
     is_flag=True,
     help="Use KN discounts 0.5 1 1.5 where count-of-counts cannot give them (as lmplz).",
 )
-@cache_option
+@prepared_dir_option
 def build(
-    corpus: str,
-    out: Path,
+    positional: tuple[str, ...],
+    corpus: str | None,
+    out: Path | None,
     order: int,
     method: str,
     add_k: float,
@@ -63,9 +73,10 @@ def build(
     tagged: bool,
     raw: bool,
     discount_fallback: bool,
-    cache_dir: Path | None,
+    prepared_dir: Path | None,
 ) -> None:
-    """Build an n-gram model of CORPUS's train split into the directory OUT."""
+    """Build an n-gram model of the corpus's train split into the directory -o OUT."""
+    corpus, out = _corpus_and_out(positional, corpus, out)
     if not 1 <= order <= MAX_ORDER:
         raise NslmError(f"--order must be between 1 and {MAX_ORDER}, got {order}")
     if raw and tagged:
@@ -78,7 +89,7 @@ def build(
         stream = raw_stream(lines, itos, unk)
         source = {"corpus": corpus, "stream": "raw"}
     else:
-        prepared = prepare_corpus(corpus, classes, cache_root=cache_dir)
+        prepared = prepare_corpus(corpus, classes, cache_root=prepared_dir)
         stream = prepared_stream(prepared, "train", tagged=tagged)
         source = {
             "corpus": corpus,
@@ -98,13 +109,15 @@ def build(
 
 @ngram_group.command("eval")
 @click.argument("model_path", metavar="MODEL", type=click.Path(path_type=Path))
-@click.option("--split", type=click.Choice(["train", "valid", "test"]), default="test")
-@click.option("--corpus", default=None, help="Corpus for an ARPA MODEL [default wikitext-2].")
-@click.option("--classes", type=click.Choice(CLASS_CHOICES), default=None)
+@click.option("--split", type=click.Choice(["train", "valid", "test"]), default="test",
+              show_default=True, help="The split to score.")  # fmt: skip
+@corpus_option(default=None, help="Corpus to score on [the model's own; wikitext-2 for ARPA].")
+@classes_option(default=None, help="Classes of the per-class rows [the model's own; all].")
 @click.option("--raw", is_flag=True, help="Score an ARPA MODEL on the raw text stream.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@cache_option
+@out_option("Also write the JSON to this file (--output is the same option).",
+            aliases=("--output",))  # fmt: skip
+@prepared_dir_option
 def evaluate(
     model_path: Path,
     split: str,
@@ -112,14 +125,14 @@ def evaluate(
     classes: str | None,
     raw: bool,
     as_json: bool,
-    output: Path | None,
-    cache_dir: Path | None,
+    out: Path | None,
+    prepared_dir: Path | None,
 ) -> None:
     """Perplexity of MODEL (a model directory or an ARPA file), per class on prepared corpora."""
     model = load_model(model_path)
     meta = model.meta
     stream_kind = "raw" if raw else meta.get("stream", "prepared")
-    corpus = corpus or meta.get("corpus", "wikitext-2")
+    corpus = corpus or meta.get("corpus", DEFAULT_CORPUS)
     started = time.perf_counter()
     if stream_kind == "raw":
         lines = raw_lines(locate_corpus(corpus)[split])
@@ -132,7 +145,7 @@ def evaluate(
         }
     else:
         prepared = prepare_corpus(
-            corpus, classes or meta.get("classes", "all"), cache_root=cache_dir
+            corpus, classes or meta.get("classes", "all"), cache_root=prepared_dir
         )
         log_probs = score_split(model, prepared, split, tagged=stream_kind == "tagged")
         result = class_perplexities(log_probs, prepared.splits[split], prepared)
@@ -150,8 +163,8 @@ def evaluate(
             "rows": result,
         }
     )
-    if output is not None:
-        write_json_atomic(output, payload, indent=2)
+    if out is not None:
+        write_json_atomic(out, payload, indent=2)
     if as_json:
         click.echo(json.dumps(payload, indent=2))
         return
@@ -176,12 +189,37 @@ def evaluate(
 
 @ngram_group.command("export-arpa")
 @click.argument("model_path", metavar="MODEL", type=click.Path(path_type=Path))
-@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
-def export_arpa(model_path: Path, out: Path) -> None:
-    """Write MODEL as an ARPA file OUT (readable by KenLM, SRILM, …)."""
+@click.argument("out_arg", metavar="[OUT]", required=False,
+                type=click.Path(dir_okay=False, path_type=Path))  # fmt: skip
+@out_option("The ARPA file to write (or give it as OUT).")
+def export_arpa(model_path: Path, out_arg: Path | None, out: Path | None) -> None:
+    """Write MODEL as an ARPA file -o OUT (readable by KenLM, SRILM, …)."""
+    if out and out_arg and out != out_arg:
+        raise NslmError(f"two outputs given: -o {out} and {out_arg}; give one")
+    out = out or out_arg
+    if out is None:
+        raise NslmError("give the ARPA file to write: -o FILE")
     model = load_model(model_path)
     write_arpa(model, out)
     Console(stderr=True).print(f"wrote {out} ({', '.join(f'{n:,}' for n in model.sizes())})")
+
+
+def _corpus_and_out(
+    positional: tuple[str, ...], corpus: str | None, out: Path | None
+) -> tuple[str, Path]:
+    """``build CORPUS OUT``, ``build --corpus C -o OUT`` or a mix (``build --corpus C OUT``)."""
+    given = list(positional)
+    if len(given) > 2:
+        raise NslmError(f"too many arguments: {' '.join(given)} (give --corpus and -o)")
+    if corpus is None and given:
+        corpus = given.pop(0)
+    if out is None and given:
+        out = Path(given.pop(0))
+    if given:
+        raise NslmError(f"unexpected argument {given[0]!r}: --corpus and -o are given")
+    if corpus is None or out is None:
+        raise NslmError("give the corpus and where to write: --corpus NAME|DIR -o DIR")
+    return corpus, out
 
 
 def load_model(path: Path) -> NgramModel:

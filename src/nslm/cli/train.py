@@ -1,4 +1,4 @@
-"""``nslm train CONFIG [--set key=value]…``, ``nslm train --resume RUN`` and ``nslm eval RUN``."""
+"""``nslm train CONFIG [--set key=value]… [-o RUN]`` and ``nslm train --resume RUN``."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from nslm.cli.paper_eval import PaperExtras, paper_options
+from nslm.cli.options import check_run
 from nslm.errors import NslmError
 
 if TYPE_CHECKING:
@@ -66,6 +66,12 @@ def _launch_processes(cfg: TrainConfig, processes: int, args: list[str]) -> bool
     load_corpus(cfg)
     # One OpenMP pool of cfg.threads per rank (torchrun would otherwise warn and use 1).
     env = {**os.environ, "OMP_NUM_THREADS": str(cfg.threads or 1)}
+    # DDP's find_unused_parameters (training/distributed.py) is needed, since a batch may
+    # leave an adaptive-softmax tail cluster unused, yet its C++ reducer then warns at
+    # the first step of every run, a long line per rank. That warning goes through
+    # c10's logger, which only this variable (read at start-up) filters; C++ errors still
+    # show, and a user's own setting wins.
+    env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     command = [
         sys.executable, "-m", "torch.distributed.run", "--standalone",
         f"--nproc-per-node={processes}", "-m", "nslm", "train", *args,
@@ -106,10 +112,13 @@ def _resume_launch(resume_dir: Path) -> bool:
 @click.argument("config", required=False, type=click.Path(path_type=Path))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key.")
 @click.option(
+    "-o",
+    "--out",
     "--run-dir",
+    "run_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Where to write the run [runs/<config>-<time>].",
+    help="Where to write the run (--run-dir is the same option) [runs/<config>-<time>].",
 )
 @click.option(
     "--resume",
@@ -131,7 +140,11 @@ def train_command(
     resume_dir: Path | None,
     init_vectors: Path | None = None,
 ) -> None:
-    """Train an LSTM backbone with NNLM and HNLM heads (SPEC §3); resumable, torchrun-ready."""
+    """Train an LSTM backbone with NNLM and HNLM heads; resumable, torchrun-ready.
+
+    The heads are the paper's NNLM (a softmax over words) and HNLM (class, then word within
+    the class); docs/training.md describes every config key.
+    """
     _ensure_passive_openmp()
     from nslm.config import load_config
     from nslm.training.loop import train
@@ -141,6 +154,7 @@ def train_command(
             raise NslmError(
                 "--resume takes the run's own config; drop CONFIG, --set and --init-vectors"
             )
+        check_run(resume_dir)
         cfg = None
         target = resume_dir
         if _resume_launch(resume_dir):
@@ -148,6 +162,7 @@ def train_command(
     else:
         if config is None:
             raise NslmError("give a CONFIG file (see configs/) or --resume RUN_DIR")
+        _refuse_experiment_config(config)
         cfg = load_config(config, overrides)
         if init_vectors is not None:
             # An absolute path in config.json: the run records where its vectors came from.
@@ -156,7 +171,7 @@ def train_command(
             raise NslmError(f"vector file not found: {cfg.init_vectors}")
         if run_dir is None:
             if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-                raise NslmError("under torchrun, give --run-dir so every rank uses the same one")
+                raise NslmError("under torchrun, give -o/--out so every rank uses the same run dir")
             run_dir = Path("runs") / f"{config.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
         target = run_dir
         if (run_dir / "latest.json").exists():
@@ -172,77 +187,18 @@ def train_command(
         click.echo(json.dumps({"run_dir": str(target), **results}, indent=1))
 
 
-@click.command("eval")
-@click.argument("run", type=click.Path(path_type=Path))
-@click.option(
-    "--split",
-    "splits",
-    multiple=True,
-    type=click.Choice(["valid", "test"]),
-    default=("valid", "test"),
-    show_default=True,
-)
-@click.option("--lambda-objective", type=click.Choice(["table", "global"]), default="table",
-              show_default=True, help="With micro.json: tune the ensemble's λ on valid "
-              "Numbers/Locations (table) or Global perplexity.")  # fmt: skip
-@click.option("--max-tokens", type=int, default=0, help="Score only a prefix (0 = all).")
-@click.option("--ngram", "ngram_order", type=int, default=None, metavar="N",
-              help="Add an N-gram column (modified KN on train) and, with micro.json, an "
-              "N-gram NSLM column; without it, the N-gram's global perplexity.")  # fmt: skip
-@paper_options
-def eval_command(
-    run: Path,
-    splits: tuple[str, ...],
-    lambda_objective: str = "table",
-    max_tokens: int = 0,
-    ngram_order: int | None = None,
-    **paper: Any,
-) -> None:
-    """Global perplexity of every head of a trained RUN; writes RUN/eval.json.
+def _refuse_experiment_config(config: Path) -> None:
+    """configs/increment.toml configures ``nslm experiment increment``, not a training run:
+    say so in one line rather than list the keys it lacks."""
+    from dataclasses import fields
 
-    With RUN/micro.json (``nslm fit-micro RUN``): the paper's Tables 2 and 3 instead (NNLM,
-    HNLM, NSLM ensemble, NSLM-pure per class), written to RUN/tables_<split>.json.
-    """
-    from nslm.ngram.counting import MAX_ORDER
+    from nslm.config import read_toml, valid_keys
+    from nslm.experiments.increment import IncrementConfig
 
-    if ngram_order is not None and not 1 <= ngram_order <= MAX_ORDER:
-        raise NslmError(f"--ngram must be between 1 and {MAX_ORDER}, got {ngram_order}")
-    extras = PaperExtras(**paper)  # --cache, --crnn, --by-rarity (checked before any work)
-    if (Path(run) / "micro.json").is_file():
-        from nslm.cli.nslm_cmds import eval_tables
-        from nslm.evaluation.ngram_columns import ngram_source
-
-        extra = [ngram_source(ngram_order)] if ngram_order else []
-        eval_tables(run, splits, lambda_objective, max_tokens, extra=extras.factories(extra))
-        extras.finish(run)
-        return
-    if extras.wanted:
-        raise NslmError("--cache, --crnn and --by-rarity need RUN/micro.json (nslm fit-micro RUN)")
-    from nslm.runs.load import load_run
-    from nslm.scores.positions import score_split
-    from nslm.training.checkpoint import write_json_atomic
-
-    loaded = load_run(run)
-    ngram = None
-    if ngram_order:
-        from nslm.evaluation.ngram_columns import ngram_global, ngram_source
-        from nslm.evaluation.report import head_of
-
-        ngram = ngram_source(ngram_order, with_nslm=False)(loaded)
-    out: dict[str, dict[str, float]] = {}
-    for split in splits:
-        scores = score_split(
-            loaded.model,
-            loaded.corpus.splits[split],
-            batch_size=loaded.cfg.eval_batch_size,
-            bptt=loaded.cfg.bptt,
-            max_tokens=max_tokens,
+    keys = set(read_toml(config))
+    own = {f.name for f in fields(IncrementConfig)} - set(valid_keys())
+    if keys & own and not keys - {f.name for f in fields(IncrementConfig)}:
+        raise NslmError(
+            f"{config} configures the increment experiment, not a training run: "
+            f"run 'nslm experiment increment --config {config}'"
         )
-        out[split] = {f"ppl_{h}": scores.perplexity(h) for h in loaded.cfg.heads}
-        if ngram is not None:  # beside the heads, on the same positions
-            part = head_of(loaded.corpus.splits[split], max_tokens)
-            out[split][f"ppl_{ngram_order}-gram"] = ngram_global(ngram, part)
-    write_json_atomic(run / "eval.json", out)
-    for split, row in out.items():
-        shown = "  ".join(f"{k.removeprefix('ppl_').upper()} {v:.2f}" for k, v in row.items())
-        click.echo(f"{split}: global perplexity  {shown}")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nslm.data.tagging import CLASS_CHOICES
 from nslm.errors import NslmError
 
 
@@ -28,7 +30,10 @@ class TrainConfig:
     # user-defined classes, "NAME=REGEX" each (paper Table 1, step 2; docs/user-classes.md)
     class_rules: list[str] = field(default_factory=list)
     train_tokens: int = 0  # 0 = the whole split; >0 = a prefix (tiny test configs)
+    # 0 = the whole split; >0 = a prefix: of valid, scored at every validation during
+    # training and at its end; of test, scored once at the end of training
     valid_tokens: int = 0
+    test_tokens: int = 0
     # model
     model: str = "lstm"  # lstm | awd | transformer | fixed-window
     emb_size: int = 256
@@ -72,7 +77,6 @@ class TrainConfig:
     patience: int = 3  # epochs without validation gain before early stopping
     eval_every: int = 0  # also evaluate every N steps (0 = once per epoch)
     eval_batch_size: int = 16
-    eval_tokens: int = 0  # 0 = whole validation split at each evaluation
     # speed and reproducibility
     seed: int = 1
     threads: int = 0  # per process; 0 = torch's default (1 under a DDP launch)
@@ -100,8 +104,11 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "hnlm_top": ("separate", "shared"),
     "optimizer": ("sgd", "adam", "adamw"),
     "lr_schedule": ("plateau", "cosine", "constant"),
-    "classes": ("numbers", "places", "all", "none"),  # none: only class_rules
+    "classes": CLASS_CHOICES,  # none: only class_rules
 }
+# Old key → new key. eval_tokens limited test at the end of training and, when valid_tokens
+# was 0, validation too: it now sets test_tokens, and valid_tokens unless that is given.
+RENAMED = {"eval_tokens": "test_tokens"}
 HEAD_NAMES = ("nnlm", "hnlm")
 
 
@@ -143,7 +150,7 @@ def _parse_override(item: str) -> tuple[str, Any]:
     if "=" not in item:
         raise NslmError(f"--set wants key=value, got {item!r}")
     key, raw = (s.strip() for s in item.split("=", 1))
-    if key not in valid_keys():
+    if key not in valid_keys() and key not in RENAMED:
         raise _unknown(key)
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
@@ -152,8 +159,29 @@ def _parse_override(item: str) -> tuple[str, Any]:
     return key, value
 
 
-def build_config(values: dict[str, Any]) -> TrainConfig:
-    """A validated :class:`TrainConfig` from a flat mapping of overrides."""
+def _renamed(values: dict[str, Any], *, warn: bool) -> dict[str, Any]:
+    """``values`` with the old key names replaced (one warning line each when ``warn``)."""
+    values = dict(values)
+    for old, new in RENAMED.items():
+        if old not in values:
+            continue
+        value = values.pop(old)
+        if warn:
+            print(
+                f"warning: config key {old!r} is deprecated; it is now {new!r} (a prefix of test "
+                "scored after training; 'valid_tokens' limits validation)",
+                file=sys.stderr,
+            )
+        values.setdefault(new, value)
+        if old == "eval_tokens" and not values.get("valid_tokens"):
+            values["valid_tokens"] = value
+    return values
+
+
+def build_config(values: dict[str, Any], *, warn: bool = True) -> TrainConfig:
+    """A validated :class:`TrainConfig` from a flat mapping of overrides (old key names are
+    accepted, with a warning unless ``warn`` is False)."""
+    values = _renamed(values, warn=warn)
     kwargs: dict[str, Any] = {}
     for key, value in values.items():
         if key not in valid_keys():
@@ -253,4 +281,5 @@ def config_from_json(text: str) -> TrainConfig:
         raise NslmError(f"malformed config.json: {exc}") from None
     if not isinstance(values, dict):
         raise NslmError("malformed config.json: not a JSON object")
-    return build_config(values)
+    # A run trained before a key's rename: the user cannot edit it, so no warning.
+    return build_config(values, warn=False)

@@ -177,11 +177,14 @@ class Trainer:
         values = [math.nan] * len(cfg.heads)
         if self.rank == 0:
             valid = self.corpus.valid
+            if cfg.progress:  # scoring takes a while and has no bar of its own
+                n = min(len(valid.token_ids), cfg.valid_tokens or len(valid.token_ids))
+                print(f"validating on {n:,} tokens …", file=sys.stderr, flush=True)
             with dd.borrowed_threads():
                 scores = score_arrays(
                     self.model, valid.token_ids, valid.class_ids, valid.article_ids,
                     batch_size=cfg.eval_batch_size, bptt=cfg.bptt,
-                    max_tokens=cfg.valid_tokens or cfg.eval_tokens, bf16=cfg.bf16,
+                    max_tokens=cfg.valid_tokens, bf16=cfg.bf16,
                 )  # fmt: skip
             values = [scores.perplexity(h) for h in cfg.heads]
         values = dd.broadcast_floats(values)
@@ -231,12 +234,15 @@ class Trainer:
         self._log(record)
         if self.rank == 0:
             shown = ", ".join(f"{h} {v:.2f}" for h, v in ppl.items())
-            print(f"epoch {st['epoch']}: valid ppl {shown}; lr {st['lr']:.3g}", file=sys.stderr)
+            # The lr the last step used (the schedule's, not the base of a cosine schedule).
+            epoch = f"epoch {st['epoch']}" + (" (partial)" if partial else "")
+            print(f"{epoch}: valid ppl {shown}; lr {self.lr_now:.3g}", file=sys.stderr)
         return st["bad_epochs"] > cfg.patience
 
     def run(self) -> dict[str, Any]:
         cfg, st = self.cfg, self.state
         total = cfg.max_steps or cfg.epochs * self.n_batches
+        self.lr_now = scheduled_lr(cfg, st["lr"], st["step"], total, st["elapsed"])
         progress = Progress(enabled=cfg.progress and self.rank == 0, total=total, start=st["step"])
         sums = torch.zeros(len(cfg.heads), 2, dtype=torch.float64)
         t_last, tokens_last = time.perf_counter(), 0
@@ -246,6 +252,7 @@ class Trainer:
                 for index, batch in self.streams.batches(cfg.bptt, st["batch"]):
                     t0 = time.perf_counter()
                     lr = scheduled_lr(cfg, st["lr"], st["step"], total, st["elapsed"])
+                    self.lr_now = lr
                     for group in self.optimizer.param_groups:
                         group["lr"] = lr
                     sums += self._step(batch).double()
@@ -291,10 +298,24 @@ class Trainer:
                     self.hidden = None  # each epoch restarts the streams from their start
                     st["done"] = early
                 else:
+                    if self.rank == 0:
+                        print(self._stop_reason(out_of_steps), file=sys.stderr, flush=True)
                     self._end_epoch(partial=True)
                     st["done"] = True
                 self._save()
         return self.finish()
+
+    def _stop_reason(self, out_of_steps: bool) -> str:
+        """Why training ended before its epochs did, and where (the bar stops short)."""
+        cfg, st = self.cfg, self.state
+        where = (
+            f"at epoch {st['epoch']} (partial: batch {st['batch']:,} of {self.n_batches:,}), "
+            f"step {st['step']:,}"
+        )
+        if out_of_steps:
+            return f"stopped by max_steps ({cfg.max_steps:,}) {where}"
+        budget = f"{cfg.max_minutes:.1f}" if cfg.max_minutes >= 0.1 else f"{cfg.max_minutes:g}"
+        return f"stopped by the time budget ({budget} min) {where}"
 
     def finish(self) -> dict[str, Any]:
         """Score valid and test with the best weights; write results.json (rank 0)."""
@@ -313,7 +334,7 @@ class Trainer:
                     scores = score_arrays(
                         self.model, data.token_ids, data.class_ids, data.article_ids,
                         batch_size=cfg.eval_batch_size, bptt=cfg.bptt, bf16=cfg.bf16,
-                        max_tokens=cfg.valid_tokens if split == "valid" else cfg.eval_tokens,
+                        max_tokens=cfg.valid_tokens if split == "valid" else cfg.test_tokens,
                     )  # fmt: skip
                     for h in cfg.heads:
                         results[f"{split}_ppl_{h}"] = scores.perplexity(h)

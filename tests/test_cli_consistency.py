@@ -1,0 +1,189 @@
+"""One spelling per job across the ``nslm`` commands, and a first run without stumbles:
+bare ``nslm``, the ``fit-micro`` alias, list options, ``--model``, the missing-run message,
+help texts and the training messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+
+from helpers import make_years_corpus as make_corpus
+from nslm.cli import cli, main
+from nslm.cli.demo import next_steps
+from nslm.cli.options import split_names, use_nslm
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+NO_RUN = "(expected a directory with config.json; train one with 'nslm train')"
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+def all_commands(group: click.Group = cli, path: tuple[str, ...] = ("nslm",)):
+    for name, command in group.commands.items():
+        yield (*path, name), command
+        if isinstance(command, click.Group):
+            yield from all_commands(command, (*path, name))
+
+
+def test_bare_nslm_prints_the_help_and_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    captured = capsys.readouterr()
+    assert "Usage: nslm" in captured.out and "demo" in captured.out
+    assert not captured.err
+
+
+def test_every_option_has_a_help_text() -> None:
+    missing = [
+        f"{' '.join(path)} {'/'.join(p.opts)}"
+        for path, command in [(("nslm",), cli), *all_commands()]
+        for p in command.params
+        if isinstance(p, click.Option) and not p.hidden and not p.help
+    ]
+    assert not missing, missing
+
+
+def test_no_summary_is_cut_in_a_parenthesis() -> None:
+    # click cuts a summary at the first period: "(paper Eq. 1)" used to leave "(paper Eq."
+    for path, command in all_commands():
+        summary = command.get_short_help_str(limit=200)
+        assert summary.count("(") == summary.count(")"), (path, summary)
+
+
+def test_split_names_takes_commas_repetition_and_brackets() -> None:
+    assert split_names(("year,city", "<month>", " ")) == ["year", "city", "month"]
+    assert split_names(None) == [] and split_names("a, b") == ["a", "b"]
+
+
+@pytest.fixture()
+def bare_run(tmp_path: Path) -> Path:
+    """A directory that passes for a run (config.json) without micro-models or weights."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("{}", encoding="utf-8")
+    return run
+
+
+@pytest.mark.parametrize("option", ["--split", "--only", "--metric", "--pdf"])
+def test_list_options_take_commas_and_repetition_alike(option: str, bare_run: Path) -> None:
+    command = {"--split": ["eval"], "--only": ["micro", "fit"]}.get(option, ["micro", "fit"])
+    target = cli
+    for name in command:
+        target = target.commands[name]  # type: ignore[attr-defined]
+    values = ("valid", "test") if option == "--split" else ("year", "city")
+    base = [str(bare_run)]
+    commas = target.make_context(command[-1], [*base, option, ",".join(values)])
+    repeated = target.make_context(command[-1], [*base, option, values[0], option, values[1]])
+    name = next(p.name for p in target.params if option in getattr(p, "opts", ()))
+    assert commas.params[name] == repeated.params[name] == values
+
+
+def test_cache_window_takes_commas_and_repetition_alike(bare_run: Path) -> None:
+    from nslm.cli.eval_extras import PaperExtras
+
+    eval_command = cli.commands["eval"]
+    args = [str(bare_run), "--cache", "--cache-window", "50,200", "--cache-window", "400"]
+    params = eval_command.make_context("eval", args).params
+    assert PaperExtras(cache=True, cache_window=params["cache_window"]).grid.windows == (
+        50,
+        200,
+        400,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "{run}"],
+        ["eval", "{run}", "--model", "nslm"],
+        ["predict", "{run}", "a prompt"],
+        ["generate", "{run}", "--prompt", "a"],
+        ["micro", "fit", "{run}"],
+        ["fit-micro", "{run}", "--fast"],
+        ["micro", "plot", "{run}"],
+        ["train", "--resume", "{run}"],
+    ],
+)
+def test_a_missing_run_is_one_message_everywhere(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-run"
+    assert main([a.replace("{run}", str(missing)) for a in args]) == 2
+    assert one_error_line(capsys) == f"error: no run at {missing} {NO_RUN}"
+
+
+@pytest.mark.parametrize("command", ["eval", "generate"])
+def test_model_nslm_without_micro_json_names_the_command_to_run(
+    command: str, bare_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, str(bare_run), "--model", "nslm"]) == 2
+    line = one_error_line(capsys)
+    assert f"{bare_run / 'micro.json'}" in line and f"nslm micro fit {bare_run}" in line
+
+
+def test_auto_says_which_model_and_why(bare_run: Path, capsys) -> None:
+    assert use_nslm(bare_run, "auto", "eval") is False
+    err = capsys.readouterr().err
+    assert "neural heads only" in err and f"nslm micro fit {bare_run}" in err
+    (bare_run / "micro.json").write_text("{}")
+    assert use_nslm(bare_run, "auto", "generate") is True
+    assert "using the NSLM" in capsys.readouterr().err
+    assert use_nslm(bare_run, "neural", "eval") is False
+    assert not capsys.readouterr().err  # an explicit choice needs no explanation
+
+
+def test_fit_micro_is_a_documented_alias_of_micro_fit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alias, canonical = cli.commands["fit-micro"], cli.commands["micro"].commands["fit"]  # type: ignore[attr-defined]
+    assert alias.callback is canonical.callback and not alias.hidden
+    assert "Alias of 'nslm micro fit'" in (alias.help or "")
+    corpus = make_corpus(tmp_path / "years")
+    common = ["--corpus", str(corpus), "--classes", "numbers", "--prepared-dir",
+              str(tmp_path / "prepared"), "--fast"]  # fmt: skip
+    out_a, out_b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["fit-micro", *common, "--only", "year", "--metric", "diff,value",
+                 "-o", str(out_a)]) == 0  # fmt: skip
+    assert main(["micro", "fit", *common, "--only", "year", "--metric", "diff",
+                 "--metric", "value", "--out", str(out_b)]) == 0  # fmt: skip
+    a, b = (json.loads(p.read_text())["classes"]["year"] for p in (out_a, out_b))
+    assert a["grid"] == b["grid"] and a["selected"] == b["selected"]
+    assert {c["metric"] for c in a["grid"]} == {"diff", "value"}
+    assert "mog" not in {c["pdf"] for c in a["grid"]}  # --fast without RUN too
+    capsys.readouterr()
+    assert main(["micro", "fit", "--fast"]) == 2  # neither RUN nor -o FILE
+    assert "give RUN" in one_error_line(capsys)
+
+
+def test_prepared_dir_replaces_cache_dir_which_stays_hidden(tmp_path: Path, capsys) -> None:
+    corpus = make_corpus(tmp_path / "years")
+    prepare = cli.commands["data"].commands["prepare"]  # type: ignore[attr-defined]
+    help_text = prepare.get_help(click.Context(prepare))
+    assert "--prepared-dir" in help_text and "--cache-dir" not in help_text
+    for flag, where in [("--prepared-dir", "new"), ("--cache-dir", "old")]:
+        args = ["data", "prepare", "--corpus", str(corpus), "--classes", "numbers"]
+        assert main([*args, flag, str(tmp_path / where)]) == 0
+        assert any((tmp_path / where).iterdir())
+    capsys.readouterr()
+    assert main(["data", "prepare", "wikitext-2", "--corpus", str(corpus)]) == 2
+    assert "two corpora given" in one_error_line(capsys)
+
+
+def test_increment_config_is_pointed_to_its_command(capsys) -> None:
+    config = CONFIGS / "increment.toml"
+    assert main(["train", str(config)]) == 2
+    assert f"nslm experiment increment --config {config}" in one_error_line(capsys)
+
+
+def test_the_demo_ends_with_next_commands_on_its_run() -> None:
+    text = next_steps(Path("runs/my demo"))
+    commands = [line.split("#")[0].strip() for line in text.splitlines()[1:]]
+    assert len(commands) == 4
+    assert all("'runs/my demo'" in c for c in commands)
+    assert [c.split()[1] for c in commands] == ["predict", "generate", "eval", "micro"]
