@@ -30,12 +30,11 @@ from nslm.evaluation.cache import (
 )
 from nslm.evaluation.cache_column import CacheGrid, CacheSource, tune
 from nslm.evaluation.crnn_column import CRNNSource
-from nslm.evaluation.report import evaluate_run, head_of
+from nslm.evaluation.report import evaluate_run
 from nslm.models.char_rnn import END, SEP, CharRNNConfig
 from nslm.runs.load import load_run
 from nslm.runs.micro import load_run_micro
-from nslm.scores.passes import feature_batches, score_nslm
-from nslm.scores.shared_pass import SharedPass
+from nslm.scores.passes import feature_batches, head_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SLICE = 5_000
@@ -135,24 +134,28 @@ def features_at(loaded, split, positions: np.ndarray) -> torch.Tensor:
 
 
 @pytest.mark.realdata
-def test_shared_pass_gives_the_runs_own_scores(loaded) -> None:
+def test_one_pass_with_features_gives_the_runs_own_scores(loaded) -> None:
+    """Keeping the hidden states (for the cache) changes no score, and the full pass is
+    memoised: the extras read the same arrays as the run's own columns."""
     micro = load_run_micro(loaded)
     split = head_of(loaded.corpus.test, SLICE)
-    cfg = loaded.cfg
-    ref = score_nslm(loaded.model, split, micro, batch_size=cfg.eval_batch_size, bptt=cfg.bptt)
-    got = SharedPass(loaded).nslm_scores("test", split, micro)
+    ref = loaded.scorer().nslm(split, micro)
+    scorer = loaded.scorer(keep_features=True)
+    got = scorer.nslm(split, micro)
     for part in ("nnlm", "hnlm", "top", "pure"):
         np.testing.assert_array_equal(getattr(got, part), getattr(ref, part))
+    assert got.features is not None and got.features.shape[0] == len(split)
+    assert scorer.score(split) is scorer.score(split)
 
 
 @pytest.mark.realdata
 def test_cache_column_agrees_with_the_full_distribution(loaded) -> None:
     split = head_of(loaded.corpus.test, SLICE)
     window, theta, lam = 30, 0.5, 0.3
-    shared = SharedPass(loaded, keep_features=True)
+    scorer = loaded.scorer(keep_features=True)
     choice = {"NNLM": tune_choice(window, theta, lam)}
-    source = CacheSource(shared, choices={"numbers": choice})
-    nnlm = shared.get("test", split).nnlm
+    source = CacheSource(scorer, choices={"numbers": choice})
+    nnlm = scorer.score(split).nnlm
     column = source.apply("numbers", "test", split, {"NNLM": nnlm})["NNLM+cache"]
     assert np.isnan(column[0]) and np.isfinite(column[1:]).all()
     positions = np.array([1, 2, 17, 400, 2_345, SLICE - 1])
@@ -186,8 +189,9 @@ def tune_choice(window: int, theta: float, lam: float):
 def test_crnn_column_agrees_with_an_independent_computation(loaded, tmp_path: Path) -> None:
     corpus = loaded.corpus
     split = head_of(corpus.test, SLICE)
-    source = CRNNSource(SharedPass(loaded), tmp_path / "crnn", SMALL_CRNN)
-    hnlm = SharedPass(loaded).get("test", split).hnlm
+    scorer = loaded.scorer()
+    source = CRNNSource(scorer, corpus, tmp_path / "crnn", SMALL_CRNN)
+    hnlm = scorer.score(split).hnlm
     column = source("test", split, {"HNLM": hnlm})["CRNN"]
     models = source.models()
     # every class's CRNN is a distribution over V_c
@@ -213,7 +217,7 @@ def test_crnn_column_agrees_with_an_independent_computation(loaded, tmp_path: Pa
             want = top[row, head.layout.top_of_tag[state]] + log_char[k]
         assert column[t] == pytest.approx(want, abs=1e-4)
     assert source.loaded_from_disk == []
-    again = CRNNSource(SharedPass(loaded), tmp_path / "crnn", SMALL_CRNN)
+    again = CRNNSource(loaded.scorer(), corpus, tmp_path / "crnn", SMALL_CRNN)
     np.testing.assert_array_equal(again("test", split, {})["CRNN"], column)
     assert sorted(again.loaded_from_disk) == sorted(models)  # reused, not retrained
 

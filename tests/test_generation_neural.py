@@ -12,7 +12,7 @@ from nslm.generation.neural import generate_neural
 from nslm.generation.sampling import Sampler, SamplingConfig
 from nslm.models.fixed_window import FixedWindowBackbone
 from nslm.models.lm import LanguageModel
-from nslm.scores.positions import next_token_log_probs
+from nslm.scores.passes import next_token_log_probs
 
 VOCAB = 40
 EOS = 0

@@ -20,7 +20,7 @@ from nslm.errors import NslmError
 from nslm.models.grounding import GroundedEmbedding, grounding_table, scale_number
 from nslm.models.lm import LanguageModel
 from nslm.runs.load import load_run
-from nslm.scores.positions import score_split
+from nslm.scores.passes import Scorer, head_of
 from nslm.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,6 +120,6 @@ def test_tiny_grounded_run_trains_saves_and_loads(tmp_path: Path, wt2_all, model
     loaded = load_run(tmp_path / "run", corpus=wt2_all)
     fixed = loaded.model.backbone.embed.fixed.numpy()
     np.testing.assert_array_equal(fixed, grounding_table(wt2_all))  # untouched by training
-    scores = score_split(loaded.model, loaded.corpus.test, batch_size=cfg.eval_batch_size,
-                         bptt=cfg.bptt, max_tokens=1000)  # fmt: skip
+    scorer = Scorer(loaded.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt)
+    scores = scorer.score(head_of(loaded.corpus.test, 1000))
     assert scores.perplexity("nnlm") == pytest.approx(results["test_ppl_nnlm"], rel=1e-6)

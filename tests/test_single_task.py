@@ -17,17 +17,12 @@ import torch
 
 from nslm.cli import main
 from nslm.config import load_config
-from nslm.evaluation.report import evaluate_run, head_of
+from nslm.errors import NslmError
+from nslm.evaluation.report import evaluate_run
 from nslm.runs.load import load_run
 from nslm.runs.micro import load_run_micro
-from nslm.scores.passes import (
-    feature_batches,
-    full_distribution_at,
-    score_nslm,
-    score_parts,
-    use_threads,
-)
-from nslm.scores.single_task import SingleTaskClasses, classes_of
+from nslm.scores.classes import RoleShares, SingleTaskFactor
+from nslm.scores.passes import Scorer, feature_batches, head_of, use_threads
 from nslm.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,8 +55,14 @@ def test_slice(loaded):
 
 
 @pytest.fixture(scope="module")
-def scores(loaded, test_slice):
-    return score_nslm(loaded.model, test_slice, load_run_micro(loaded), batch_size=8, bptt=20)
+def scorer(loaded) -> Scorer:
+    assert isinstance(loaded.classes, SingleTaskFactor)  # no HNLM head: the Table 8 strategy
+    return Scorer(loaded.model, loaded.classes, batch_size=8, bptt=20)
+
+
+@pytest.fixture(scope="module")
+def scores(scorer, loaded, test_slice):
+    return scorer.nslm(test_slice, load_run_micro(loaded))
 
 
 def _positions(loaded, split, classes: tuple[str, ...], k: int = 5) -> np.ndarray:
@@ -87,7 +88,7 @@ def _nnlm_at(loaded, split, positions: np.ndarray) -> np.ndarray:
 
 def test_class_probability_is_the_nnlm_mass_of_the_class(loaded, test_slice, scores) -> None:
     corpus = loaded.corpus
-    table = classes_of(loaded.model)
+    table = loaded.classes.shares
     positions = _positions(loaded, test_slice, ("year", "city", "round", "convert", "country"))
     probs = _nnlm_at(loaded, test_slice, positions)
     cids = test_slice.class_ids[positions]
@@ -105,13 +106,11 @@ def test_class_probability_is_the_nnlm_mass_of_the_class(loaded, test_slice, sco
         assert np.all(np.abs(got - probs[rows][:, members].sum(axis=1)) < 1e-6)
 
 
-def test_full_distribution_sums_to_one_and_agrees(loaded, test_slice, scores) -> None:
+def test_full_distribution_sums_to_one_and_agrees(loaded, scorer, test_slice, scores) -> None:
     corpus = loaded.corpus
     micro = load_run_micro(loaded)
     positions = _positions(loaded, test_slice, ("", "year", "city", "other", "round"))
-    full = full_distribution_at(
-        loaded.model, test_slice, positions, micro, corpus.class_names, batch_size=8, bptt=20
-    )
+    full = scorer.distribution_at(test_slice, positions, micro, corpus.class_names)
     marginal = np.exp(full.marginal())
     assert np.all(np.abs(marginal.sum(axis=1) - 1.0) < 1e-5)
     # The tags hold P(c | h) for every class, matching the per-position scores.
@@ -147,7 +146,7 @@ def test_word_and_uncovered_positions_keep_the_nnlm(loaded, test_slice, scores) 
 
 
 def test_roles_are_shares_within_the_class_vocabularies(wt2_all) -> None:
-    table = SingleTaskClasses.from_corpus(wt2_all)
+    table = RoleShares.from_corpus(wt2_all)
     np.testing.assert_allclose(table.roles.sum(axis=1), 1.0)
     year, rng = wt2_all.class_id("year"), wt2_all.class_id("range")
     i = wt2_all.vocab.stoi["1990"]
@@ -172,10 +171,10 @@ def test_eval_cli_tables_without_hnlm(run: Path, loaded, capsys) -> None:
     )
 
 
-def test_score_parts_top_of_a_single_task_run(loaded, test_slice, scores) -> None:
+def test_score_parts_top_of_a_single_task_run(scorer, test_slice, scores) -> None:
     """The NSLM's neural factor alone (what the eval-cost benchmark times)."""
-    got = score_parts(loaded.model, test_slice, ("nnlm", "top"), batch_size=8, bptt=20)
-    np.testing.assert_array_equal(got["top"], scores.top)
-    np.testing.assert_array_equal(got["nnlm"], scores.nnlm)
-    with pytest.raises(ValueError, match="no HNLM head"):
-        score_parts(loaded.model, test_slice, ("hnlm", "top"))
+    got = scorer.score(test_slice, ("nnlm", "top"))
+    np.testing.assert_array_equal(got.top, scores.top)
+    np.testing.assert_array_equal(got.nnlm, scores.nnlm)
+    with pytest.raises(NslmError, match="cannot score hnlm"):
+        scorer.score(test_slice, ("hnlm", "top"))

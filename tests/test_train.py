@@ -21,7 +21,7 @@ from safetensors.torch import load_file
 from nslm.cli import main
 from nslm.config import load_config
 from nslm.runs.load import load_run
-from nslm.scores.positions import next_token_log_probs, score_split
+from nslm.scores.passes import Scorer, head_of, next_token_log_probs
 from nslm.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,19 +62,19 @@ def test_run_dir_contents(tiny_run: Path) -> None:
 
 def test_eval_api_shapes_and_consistency(tiny_run: Path) -> None:
     loaded = load_run(tiny_run)
-    split = loaded.corpus.valid
-    scores = score_split(loaded.model, split, batch_size=4, bptt=20, max_tokens=3000)
-    for arr in (scores.nnlm, scores.hnlm, scores.class_log_prob):
+    split = head_of(loaded.corpus.valid, 3000)
+    scores = Scorer(loaded.model, loaded.classes, batch_size=4, bptt=20).score(split)
+    for arr in (scores.nnlm, scores.hnlm, scores.top):
         assert arr is not None and arr.shape == split.token_ids.shape and arr.dtype == np.float64
-        assert np.isnan(arr[0]) and np.all(np.isfinite(arr[1:3000])) and np.isnan(arr[3000:]).all()
+        assert np.isnan(arr[0]) and np.all(np.isfinite(arr[1:3000]))
         assert np.all(arr[1:3000] <= 0)
     cls = split.class_ids[1:3000]
     # At word positions the class probability is the word's own top-level probability,
     # which is the whole HNLM score (Eq. 3 has no second factor there).
     words = np.flatnonzero(cls == 0) + 1
-    assert np.allclose(scores.class_log_prob[words], scores.hnlm[words])
+    assert np.allclose(scores.top[words], scores.hnlm[words])
     classes = np.flatnonzero(cls > 0) + 1
-    assert len(classes) and np.all(scores.class_log_prob[classes] >= scores.hnlm[classes] - 1e-9)
+    assert len(classes) and np.all(scores.top[classes] >= scores.hnlm[classes] - 1e-9)
 
 
 def test_full_distributions_sum_to_one_at_random_positions(tiny_run: Path) -> None:
@@ -90,8 +90,8 @@ def test_full_distributions_sum_to_one_at_random_positions(tiny_run: Path) -> No
         tags = dists["hnlm_classes"]
         assert np.isnan(tags[0]) and np.all(tags[1:][~np.isnan(tags[1:])] <= 0)
         # The eval API gives the same NNLM score for the token that follows.
-        scores = score_split(loaded.model, loaded.corpus.valid, batch_size=1, bptt=500,
-                             max_tokens=int(t) + 1)  # fmt: skip
+        prefix = head_of(loaded.corpus.valid, int(t) + 1)
+        scores = Scorer(loaded.model, batch_size=1, bptt=500).score(prefix)
         assert scores.nnlm[t] == pytest.approx(dists["nnlm"][tokens[t]], abs=1e-4)
 
 
@@ -238,8 +238,8 @@ def test_other_backbones_train_save_and_load(tmp_path: Path, sets: list[str]) ->
     results = train(cfg, tmp_path / "run")
     assert np.isfinite(results["test_ppl_nnlm"]) and np.isfinite(results["test_ppl_hnlm"])
     loaded = load_run(tmp_path / "run")
-    scores = score_split(loaded.model, loaded.corpus.test, batch_size=cfg.eval_batch_size,
-                         bptt=cfg.bptt, max_tokens=1000)  # fmt: skip
+    scorer = Scorer(loaded.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt)
+    scores = scorer.score(head_of(loaded.corpus.test, 1000))
     # The saved and reloaded weights (tied ones stored once) score exactly as in training.
     assert scores.perplexity("nnlm") == pytest.approx(results["test_ppl_nnlm"], rel=1e-6)
 

@@ -1,5 +1,6 @@
 """``nslm eval RUN``: global perplexity of every head, or, with micro-models, the paper's
-Tables 2 and 3 (plus the extra columns of cli/eval_extras.py)."""
+Tables 2 and 3 (plus the extra columns of cli/eval_extras.py); on the run's corpus, on any
+text file (``--text``) or on another train/valid/test directory (``--corpus``)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from nslm.cli.eval_extras import PaperExtras, paper_options
-from nslm.cli.options import list_option, model_option, run_argument, use_nslm
+from nslm.cli.options import list_option, model_option, out_option, run_argument, use_nslm
 from nslm.errors import NslmError
 
 if TYPE_CHECKING:
+    from nslm.data.corpus import Split
     from nslm.evaluation.columns import ColumnSource
     from nslm.runs.load import LoadedRun
+    from nslm.scores.passes import Scorer
 
 SPLITS = ("valid", "test")
+Factory = Callable[["LoadedRun", "Scorer"], "ColumnSource"]
 
 
 def eval_tables(
@@ -25,35 +29,40 @@ def eval_tables(
     splits: Sequence[str],
     lambda_objective: str = "table",
     max_tokens: int = 0,
-    extra: Sequence[Callable[[LoadedRun], ColumnSource]] = (),
+    extra: Sequence[Factory] = (),
+    *,
+    keep_features: bool = False,
+    texts: dict[str, Split] | None = None,
+    lambdas: dict[str, float] | None = None,
+    out: Path | None = None,
 ) -> dict:
     """Tables 2/3 of RUN for each split (λ tuned on valid); RUN/tables_<split>.json.
 
-    ``extra``: factories that build a column source (a 5-gram, a cache, …) for the loaded run.
+    ``extra``: factories that build a column source (a 5-gram, a cache, …) for the loaded run
+    and its scorer, whose one backbone pass per split they all share. ``texts`` replaces
+    splits by name (``--text``, ``--corpus``); ``lambdas`` are a previous evaluation's λ.
     """
+    from nslm.atomic import write_json_atomic
     from nslm.config import total_threads
-    from nslm.evaluation.report import evaluate_run, finite_or_none, render
+    from nslm.evaluation.report import evaluate_run, render
     from nslm.runs.load import load_run
     from nslm.runs.micro import load_run_micro
     from nslm.scores.passes import use_threads
-    from nslm.training.checkpoint import write_json_atomic
 
     loaded = load_run(run)
     use_threads(total_threads(loaded.cfg))
     micro = load_run_micro(loaded)
-    sources = [make(loaded) for make in extra]
+    scorer = loaded.scorer(keep_features=keep_features)
+    sources = [make(loaded, scorer) for make in extra]
     results = {}
     for split in splits:
+        click.echo(f"eval: scoring {split} …", err=True)
         result = evaluate_run(
-            loaded,
-            micro,
-            split=split,
-            lambda_objective=lambda_objective,
-            max_tokens=max_tokens,
-            extra=sources,
-        )
-        path = Path(run) / f"tables_{split}.json"
-        write_json_atomic(path, finite_or_none(result))
+            loaded, micro, split=split, lambda_objective=lambda_objective,
+            max_tokens=max_tokens, extra=sources, scorer=scorer, splits=texts, lambdas=lambdas,
+        )  # fmt: skip
+        path = out if out is not None else Path(run) / f"tables_{split}.json"
+        write_json_atomic(path, result)
         click.echo(render(result))
         click.echo(f"wrote {path}\n")
         results[split] = result
@@ -65,6 +74,13 @@ def eval_tables(
 @list_option("--split", "splits", choices=SPLITS, metavar="SPLIT[,SPLIT]",
              help="Splits to score: valid, test or both [valid,test].")  # fmt: skip
 @model_option("Tables 2 and 3")
+@click.option("--text", "text_file", type=click.Path(path_type=Path), default=None,
+              help="Score this text file instead of a corpus split, with the run's vocabulary "
+              "and class rules (λ from the run's last eval, else tuned on its valid).")  # fmt: skip
+@click.option("--corpus", "corpus_dir", default=None, metavar="DIR",
+              help="Score another corpus (a directory with train/valid/test) prepared with "
+              "the run's vocabulary and class rules; λ is tuned on its valid.")  # fmt: skip
+@out_option("Where the tables' JSON goes [RUN/tables_<split>.json, RUN/tables_text.json].")
 @click.option("--lambda-objective", type=click.Choice(["table", "global"]), default="table",
               show_default=True, help="With the NSLM: tune the ensemble's λ on valid "
               "Numbers/Locations (table) or Global perplexity.")  # fmt: skip
@@ -77,6 +93,9 @@ def eval_command(
     run: Path,
     splits: tuple[str, ...],
     model_kind: str = "auto",
+    text_file: Path | None = None,
+    corpus_dir: str | None = None,
+    out: Path | None = None,
     lambda_objective: str = "table",
     max_tokens: int = 0,
     ngram_order: int | None = None,
@@ -86,58 +105,110 @@ def eval_command(
 
     With the NSLM (RUN/micro.json, from 'nslm micro fit RUN'): the paper's Tables 2 and 3
     instead (NNLM, HNLM, NSLM ensemble, NSLM-pure per class), in RUN/tables_<split>.json.
+    Lower perplexity is better.
     """
     from nslm.ngram.counting import MAX_ORDER
 
     splits = splits or SPLITS
     if ngram_order is not None and not 1 <= ngram_order <= MAX_ORDER:
         raise NslmError(f"--ngram must be between 1 and {MAX_ORDER}, got {ngram_order}")
+    if text_file is not None and corpus_dir is not None:
+        raise NslmError("--text and --corpus are two ways to say what to score: give one")
     extras = PaperExtras(**paper)  # --cache, --crnn, --by-rarity (checked before any work)
-    if extras.wanted:  # the extra columns exist only beside the NSLM tables
-        if model_kind == "neural":
-            raise NslmError("--cache, --crnn and --by-rarity need the NSLM, not --model neural")
-        if not (run / "micro.json").is_file():
-            raise NslmError(
-                "--cache, --crnn and --by-rarity need RUN/micro.json: "
-                f"run 'nslm micro fit {run}' first"
-            )
+    outside = text_file is not None or corpus_dir is not None
+    if extras.wanted and (model_kind == "neural" or outside or ngram_order):
+        what = "--model neural" if model_kind == "neural" else "--text/--corpus/--ngram"
+        raise NslmError(f"--cache, --crnn and --by-rarity need the run's NSLM tables, not {what}")
+    if (ngram_order or extras.wanted) and outside:
+        raise NslmError("--ngram and the paper's extras score the run's own corpus only")
+    if extras.wanted and not (run / "micro.json").is_file():
+        raise NslmError(
+            f"--cache, --crnn and --by-rarity need RUN/micro.json: run 'nslm micro fit {run}' first"
+        )
+    texts, splits, lambdas = _outside_splits(run, text_file, corpus_dir, splits)
     if extras.wanted or use_nslm(run, model_kind, "eval"):
-        from nslm.evaluation.ngram_columns import ngram_source
-
-        extra = [ngram_source(ngram_order)] if ngram_order else []
-        eval_tables(run, splits, lambda_objective, max_tokens, extra=extras.factories(extra))
+        factories = extras.factories(_ngram_factories(ngram_order))
+        eval_tables(
+            run, splits, lambda_objective, max_tokens, factories, keep_features=extras.cache,
+            texts=texts, lambdas=lambdas, out=out,
+        )  # fmt: skip
         extras.finish(run)
         return
-    _eval_heads(run, splits, max_tokens, ngram_order)
+    _eval_heads(run, splits, max_tokens, ngram_order, texts, out)
 
 
-def _eval_heads(run: Path, splits: Sequence[str], max_tokens: int, ngram_order: int | None) -> None:
+def _ngram_factories(order: int | None) -> list[Factory]:
+    if not order:
+        return []
+    from nslm.evaluation.ngram_columns import ngram_source
+
+    make = ngram_source(order)
+    return [lambda loaded, _scorer: make(loaded)]
+
+
+def _outside_splits(
+    run: Path, text_file: Path | None, corpus_dir: str | None, splits: Sequence[str]
+) -> tuple[dict[str, Split] | None, tuple[str, ...], dict[str, float] | None]:
+    """For --text / --corpus: the splits to score by name, their names, and the saved λ."""
+    if text_file is None and corpus_dir is None:
+        return None, tuple(splits), None
+    from nslm.data.fixed_vocab import prepare_corpus_dir, prepare_text_file
+    from nslm.runs.assets import read_run_assets, saved_lambdas
+
+    corpus = read_run_assets(run) if (run / "assets.json").is_file() else None
+    if corpus is None:
+        from nslm.runs.load import load_run
+
+        corpus = load_run(run).corpus
+    if corpus_dir is not None:
+        prepared = prepare_corpus_dir(corpus, corpus_dir)
+        for part in prepared.values():
+            click.echo(f"eval: {part.describe()}", err=True)
+        return {name: part.split for name, part in prepared.items()}, tuple(splits), None
+    text = prepare_text_file(corpus, text_file, name="text")
+    click.echo(f"eval: {text.describe()}", err=True)
+    saved = saved_lambdas(run)
+    lambdas = None
+    if saved is not None:
+        lambdas = {"global": saved.lambda_global, **saved.tables}
+        click.echo(f"eval: λ of the ensemble from {saved.path}", err=True)
+    elif (run / "micro.json").is_file():
+        click.echo("eval: no saved λ (run 'nslm eval RUN' once): tuning on the run's valid",
+                   err=True)  # fmt: skip
+    return {"text": text.split}, ("text",), lambdas
+
+
+def _eval_heads(
+    run: Path,
+    splits: Sequence[str],
+    max_tokens: int,
+    ngram_order: int | None,
+    texts: dict[str, Split] | None = None,
+    out_path: Path | None = None,
+) -> None:
     """Global perplexity of each neural head (and an n-gram's); RUN/eval.json."""
+    from nslm.atomic import write_json_atomic
     from nslm.runs.load import load_run
-    from nslm.scores.positions import score_split
-    from nslm.training.checkpoint import write_json_atomic
+    from nslm.scores.passes import head_of
 
     loaded = load_run(run)
     ngram = None
     if ngram_order:
         from nslm.evaluation.ngram_columns import ngram_global, ngram_source
-        from nslm.evaluation.report import head_of
 
         ngram = ngram_source(ngram_order, with_nslm=False)(loaded)
+    scorer = loaded.scorer()
     out: dict[str, dict[str, float]] = {}
     for split in splits:
-        scores = score_split(
-            loaded.model,
-            loaded.corpus.splits[split],
-            batch_size=loaded.cfg.eval_batch_size,
-            bptt=loaded.cfg.bptt,
-            max_tokens=max_tokens,
-        )
+        given = (texts or {}).get(split)
+        part = head_of(given if given is not None else loaded.corpus.splits[split], max_tokens)
+        scores = scorer.score(part, tuple(loaded.cfg.heads))
         out[split] = {f"ppl_{h}": scores.perplexity(h) for h in loaded.cfg.heads}
         if ngram is not None:  # beside the heads, on the same positions
-            part = head_of(loaded.corpus.splits[split], max_tokens)
             out[split][f"ppl_{ngram_order}-gram"] = ngram_global(ngram, part)
-    write_json_atomic(run / "eval.json", out)
+    path = out_path if out_path is not None else run / "eval.json"
+    write_json_atomic(path, out)
     for split, row in out.items():
         shown = "  ".join(f"{k.removeprefix('ppl_').upper()} {v:.2f}" for k, v in row.items())
-        click.echo(f"{split}: global perplexity  {shown}")
+        click.echo(f"{split}: global perplexity (lower is better)  {shown}")
+    click.echo(f"wrote {path}")

@@ -17,7 +17,7 @@ import click
 from nslm.cli.options import list_option
 from nslm.errors import NslmError
 
-Factory = Callable[[Any], Any]  # LoadedRun → ColumnSource
+Factory = Callable[[Any, Any], Any]  # (LoadedRun, Scorer) → ColumnSource
 
 
 def _numbers(given: tuple[str, ...] | None, kind: type, option: str) -> tuple | None:
@@ -99,7 +99,6 @@ class PaperExtras:
         self.crnn_config = CharRNNConfig(
             epochs=3, batch_size=64, min_steps=crnn_steps, max_seconds=crnn_max_seconds
         )
-        self._shared = None
         self.recorder = None
         self.loaded = None
 
@@ -107,14 +106,7 @@ class PaperExtras:
     def wanted(self) -> bool:
         return self.cache or self.crnn or self.by_rarity
 
-    def _shared_pass(self, loaded):
-        from nslm.scores.shared_pass import SharedPass
-
-        if self._shared is None or self._shared.loaded is not loaded:
-            self._shared = SharedPass(loaded, keep_features=self.cache)
-        return self._shared
-
-    def _crnn(self, loaded):
+    def _crnn(self, loaded, scorer):
         from nslm.evaluation.crnn_column import CRNNSource
 
         directory = self.crnn_dir or Path(loaded.run_dir) / "crnn"
@@ -122,14 +114,14 @@ class PaperExtras:
         def progress(message: str) -> None:
             click.echo(f"  {message}", err=True)
 
-        return CRNNSource(self._shared_pass(loaded), directory, self.crnn_config, progress)
+        return CRNNSource(scorer, loaded.corpus, directory, self.crnn_config, progress)
 
-    def _cache(self, loaded):
+    def _cache(self, loaded, scorer):
         from nslm.evaluation.cache_column import CacheSource
 
-        return CacheSource(self._shared_pass(loaded), self.grid)
+        return CacheSource(scorer, self.grid)
 
-    def _recorder(self, loaded):
+    def _recorder(self, loaded, scorer):
         from nslm.evaluation.rarity import RarityRecorder
 
         self.loaded = loaded
@@ -154,7 +146,6 @@ class PaperExtras:
             return
         from nslm.atomic import write_json_atomic
         from nslm.evaluation.rarity import BUCKETS, plot_rarity_panels, render_rarity
-        from nslm.evaluation.report import finite_or_none
         from nslm.evaluation.tables import TABLES
 
         corpus = self.loaded.corpus
@@ -167,7 +158,7 @@ class PaperExtras:
                        "buckets": [[label, low, high] for label, low, high in BUCKETS],
                        "tables": tables}  # fmt: skip
             path = Path(run) / f"rarity_{split}.json"
-            write_json_atomic(path, finite_or_none(payload))
+            write_json_atomic(path, payload)
             png = Path(run) / f"rarity_{split}.png"
             panels = {TABLES[t][1] or "User classes": d for t, d in tables.items()}
             plot_rarity_panels(panels, png, f"Perplexity by training count ({split})")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -12,7 +11,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from nslm.atomic import write_json_atomic
+from nslm.atomic import json_text, write_json_atomic
 from nslm.cli.options import (
     DEFAULT_CORPUS,
     classes_option,
@@ -151,22 +150,20 @@ def evaluate(
         result = class_perplexities(log_probs, prepared.splits[split], prepared)
     seconds = time.perf_counter() - started
     zero = int(np.count_nonzero(np.isneginf(log_probs)))
-    payload = json_safe(
-        {
-            "model": str(model_path),
-            "method": meta.get("method"),
-            "order": model.order,
-            "stream": stream_kind,
-            "split": split,
-            "zero_probability_tokens": zero,
-            "seconds": round(seconds, 3),
-            "rows": result,
-        }
-    )
+    payload = {
+        "model": str(model_path),
+        "method": meta.get("method"),
+        "order": model.order,
+        "stream": stream_kind,
+        "split": split,
+        "zero_probability_tokens": zero,
+        "seconds": round(seconds, 3),
+        "rows": result,
+    }
     if out is not None:
         write_json_atomic(out, payload, indent=2)
     if as_json:
-        click.echo(json.dumps(payload, indent=2))
+        click.echo(json_text(payload, indent=2))
         return
     table = Table(
         title=f"{model.order}-gram {meta.get('method')} on {corpus} {split} ({stream_kind})"
@@ -230,14 +227,3 @@ def load_model(path: Path) -> NgramModel:
     if path.is_file():
         return read_arpa(path)
     raise NslmError(f"no n-gram model at {path}")
-
-
-def json_safe(value):
-    """Infinite / undefined perplexities as the strings "inf" / "nan": valid JSON, not hidden."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value

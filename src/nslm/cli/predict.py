@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import click
 
+from nslm.atomic import json_text
 from nslm.cli.options import run_argument
 from nslm.errors import NslmError
 
@@ -28,7 +27,7 @@ from nslm.errors import NslmError
     "lam",
     type=click.FloatRange(0.0, 1.0),
     default=None,
-    help="Ensemble weight of the NNLM [the λ of RUN/tables_test.json, else 0: pure].",
+    help="Ensemble weight of the NNLM [the Global λ of the last nslm eval, else 0: pure].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict_command(run: Path, prompt: str, k: int, lam: float | None, as_json: bool) -> None:
@@ -50,18 +49,13 @@ def predict_command(run: Path, prompt: str, k: int, lam: float | None, as_json: 
     if lam is None:
         lam = saved_lambda(run)
     result = predict(loaded, micro, prompt, k=k, lam=lam)
-    click.echo(json.dumps(result, indent=1) if as_json else render(result))
+    click.echo(json_text(result) if as_json else render(result))
 
 
 def saved_lambda(run: Path) -> float:
-    """λ of the numbers table from the last ``nslm eval`` (else the first table's), or 0."""
-    path = Path(run) / "tables_test.json"
-    if not path.is_file():
-        return 0.0
-    try:
-        tables = json.loads(path.read_text(encoding="utf-8"))["tables"]
-        first = tables.get("numbers") or next(iter(tables.values()))
-        return float(first["lambda"])
-    except (KeyError, ValueError, TypeError, StopIteration, json.JSONDecodeError):
-        print(f"warning: ignoring unreadable {path}", file=sys.stderr)
-        return 0.0
+    """The Global λ of the run's last ``nslm eval`` (tuned on valid Global perplexity, the
+    right one for a whole next-token distribution), or 0: the NSLM alone."""
+    from nslm.runs.assets import saved_lambdas
+
+    saved = saved_lambdas(run)
+    return 0.0 if saved is None else saved.lambda_global

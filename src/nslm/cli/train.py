@@ -146,7 +146,6 @@ def train_command(
     the class); docs/training.md describes every config key.
     """
     _ensure_passive_openmp()
-    from nslm.config import load_config
     from nslm.training.loop import train
 
     if resume_dir is not None:
@@ -155,29 +154,13 @@ def train_command(
                 "--resume takes the run's own config; drop CONFIG, --set and --init-vectors"
             )
         check_run(resume_dir)
-        cfg = None
-        target = resume_dir
+        cfg, target = None, resume_dir
         if _resume_launch(resume_dir):
             return
     else:
-        if config is None:
-            raise NslmError("give a CONFIG file (see configs/) or --resume RUN_DIR")
-        _refuse_experiment_config(config)
-        cfg = load_config(config, overrides)
-        if init_vectors is not None:
-            # An absolute path in config.json: the run records where its vectors came from.
-            cfg = replace(cfg, init_vectors=str(init_vectors.expanduser().resolve()))
-        if cfg.init_vectors and not Path(cfg.init_vectors).expanduser().is_file():
-            raise NslmError(f"vector file not found: {cfg.init_vectors}")
-        if run_dir is None:
-            if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-                raise NslmError("under torchrun, give -o/--out so every rank uses the same run dir")
-            run_dir = Path("runs") / f"{config.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-        target = run_dir
-        if (run_dir / "latest.json").exists():
-            raise NslmError(f"{run_dir} already holds a run; use --resume or a new dir")
+        cfg, target = _new_run(config, overrides, run_dir, init_vectors)
         args = [str(config), *(x for o in overrides for x in ("--set", o))]
-        args += ["--run-dir", str(run_dir)]
+        args += ["--run-dir", str(target)]
         if init_vectors is not None:
             args += ["--init-vectors", str(init_vectors)]
         if _launch_processes(cfg, cfg.processes, args):
@@ -185,6 +168,33 @@ def train_command(
     results = train(cfg, target, resume=resume_dir is not None)  # type: ignore[arg-type]
     if results and int(os.environ.get("RANK", "0")) == 0:
         click.echo(json.dumps({"run_dir": str(target), **results}, indent=1))
+
+
+def _new_run(
+    config: Path | None,
+    overrides: tuple[str, ...],
+    run_dir: Path | None,
+    init_vectors: Path | None,
+) -> tuple[TrainConfig, Path]:
+    """The config of a new run and its directory, checked before any work starts."""
+    from nslm.config import load_config
+
+    if config is None:
+        raise NslmError("give a CONFIG file (see configs/) or --resume RUN_DIR")
+    _refuse_experiment_config(config)
+    cfg = load_config(config, overrides)
+    if init_vectors is not None:
+        # An absolute path in config.json: the run records where its vectors came from.
+        cfg = replace(cfg, init_vectors=str(init_vectors.expanduser().resolve()))
+    if cfg.init_vectors and not Path(cfg.init_vectors).expanduser().is_file():
+        raise NslmError(f"vector file not found: {cfg.init_vectors}")
+    if run_dir is None:
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            raise NslmError("under torchrun, give -o/--out so every rank uses the same run dir")
+        run_dir = Path("runs") / f"{config.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if (run_dir / "latest.json").exists():
+        raise NslmError(f"{run_dir} already holds a run; use --resume or a new dir")
+    return cfg, run_dir
 
 
 def _refuse_experiment_config(config: Path) -> None:

@@ -193,6 +193,21 @@ def build_config(values: dict[str, Any], *, warn: bool = True) -> TrainConfig:
 
 
 def validate(cfg: TrainConfig) -> None:
+    """Every rule a config must follow; the first broken one is a one-line NslmError."""
+    _check_choices(cfg)
+    _check_ranges(cfg)
+    class_rules_of(cfg)  # a bad NAME=REGEX or a built-in name fails here, before any work
+    if cfg.grounded and cfg.model not in ("lstm", "awd"):
+        raise NslmError("config key 'grounded' needs model = 'lstm' or 'awd'")
+    if cfg.batch_size % cfg.processes:
+        raise NslmError("config key 'batch_size' must be divisible by 'processes'")
+    if cfg.sparse_embedding:
+        _check_sparse_embedding(cfg)
+    if cfg.model == "transformer" and cfg.hidden_size % cfg.n_heads:
+        raise NslmError("transformer: hidden_size must be divisible by n_heads")
+
+
+def _check_choices(cfg: TrainConfig) -> None:
     for key, allowed in CHOICES.items():
         if getattr(cfg, key) not in allowed:
             raise NslmError(f"config key {key!r} must be one of {', '.join(allowed)}")
@@ -200,6 +215,9 @@ def validate(cfg: TrainConfig) -> None:
         raise NslmError(f"config key 'heads' must be a non-empty list of {HEAD_NAMES}")
     if cfg.hnlm_top == "shared" and set(cfg.heads) != set(HEAD_NAMES):
         raise NslmError("config key 'hnlm_top' = 'shared' needs heads = ['nnlm', 'hnlm']")
+
+
+def _check_ranges(cfg: TrainConfig) -> None:
     positive = ("emb_size", "hidden_size", "num_layers", "batch_size", "bptt", "eval_batch_size")
     for key in positive:
         if getattr(cfg, key) <= 0:
@@ -210,17 +228,8 @@ def validate(cfg: TrainConfig) -> None:
         raise NslmError("config key 'lr' must be positive")
     if sorted(cfg.cutoffs) != cfg.cutoffs or any(c <= 0 for c in cfg.cutoffs):
         raise NslmError("config key 'cutoffs' must be increasing positive integers")
-    class_rules_of(cfg)  # a bad NAME=REGEX or a built-in name fails here, before any work
-    if cfg.grounded and cfg.model not in ("lstm", "awd"):
-        raise NslmError("config key 'grounded' needs model = 'lstm' or 'awd'")
     if cfg.processes < 1:
         raise NslmError("config key 'processes' must be at least 1")
-    if cfg.batch_size % cfg.processes:
-        raise NslmError("config key 'batch_size' must be divisible by 'processes'")
-    if cfg.sparse_embedding:
-        _check_sparse_embedding(cfg)
-    if cfg.model == "transformer" and cfg.hidden_size % cfg.n_heads:
-        raise NslmError("transformer: hidden_size must be divisible by n_heads")
 
 
 def _check_sparse_embedding(cfg: TrainConfig) -> None:

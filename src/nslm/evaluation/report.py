@@ -52,24 +52,30 @@ def evaluate_run(
     scores: dict[str, SplitScores] | None = None,
     extra: Sequence[ColumnSource] = (),
     scorer: Scorer | None = None,
+    splits: dict[str, Split] | None = None,
+    lambdas: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Score valid (for λ) and ``split``; return every table of the run as JSON-ready data.
 
     ``scores`` may hold already computed :class:`SplitScores` by split name (the benchmark
     reuses them). ``extra`` adds columns after the run's own
     (:class:`nslm.evaluation.columns.ColumnSource`); give the ``scorer`` the extras read
-    from, so that all of them share its one backbone pass per split.
+    from, so that all of them share its one backbone pass per split. ``splits`` replaces the
+    corpus's splits by name (``nslm eval --text/--corpus``); ``lambdas`` ({"global": λ,
+    table: λ}, as a previous evaluation tuned them) skips validation altogether.
     """
     if lambda_objective not in OBJECTIVES:
         raise NslmError(f"λ objective must be one of {', '.join(OBJECTIVES)}")
+    if lambdas is not None and extra:
+        raise NslmError("extra columns tune on validation: they need the run's valid split")
     corpus = loaded.corpus
     scorer = scorer or loaded.scorer()
     scores = dict(scores or {})
-    data = {s: head_of(corpus.splits[s], max_tokens) for s in {"valid", split}}
-    for name, part in data.items():
-        if name not in scores:
-            scores[name] = scorer.nslm(part, micro)
-    valid, target = scores["valid"], scores[split]
+    names = {split} if lambdas is not None else {"valid", split}
+    given = dict(splits or {})
+    data = {s: head_of(given[s] if s in given else corpus.splits[s], max_tokens) for s in names}
+    scores.update({n: scorer.nslm(part, micro) for n, part in data.items() if n not in scores})
+    target = scores[split]
     selected = selected_summary(micro)
     out: dict[str, Any] = {
         "run": str(loaded.run_dir),
@@ -78,35 +84,31 @@ def evaluate_run(
         "max_tokens": max_tokens,
         "tables": {},
     }
-    lam_global, _ = tune_lambda(valid.nnlm, valid.pure)
+    if lambdas is None:
+        valid = scores["valid"]
+        lam_global, _ = tune_lambda(valid.nnlm, valid.pure)
+    else:
+        lam_global = lambdas["global"]
     out["lambda_global"] = lam_global
     for table in tables_for(corpus):
-        mask = objective_mask(corpus, data["valid"], table, lambda_objective)
-        lam, valid_ppl = tune_lambda(valid.nnlm, valid.pure, mask)
+        if lambdas is None:
+            mask = objective_mask(corpus, data["valid"], table, lambda_objective)
+            lam, valid_ppl = tune_lambda(valid.nnlm, valid.pure, mask)
+        else:
+            lam, valid_ppl = lambdas.get(table, lam_global), None
         columns = target.columns(lam)
-        valid_columns = valid.columns(lam)
-        for source in extra:
-            source.start_table(table, mask)
-            valid_columns.update(source("valid", data["valid"], valid_columns))
-            columns.update(source(split, data[split], columns))
+        if extra:
+            valid_columns = valid.columns(lam)
+            for source in extra:
+                source.start_table(table, mask)
+                valid_columns.update(source("valid", data["valid"], valid_columns))
+                columns.update(source(split, data[split], columns))
         entry = build_table(table, columns, data[split], corpus, selected)
         entry["lambda"] = lam
         entry["lambda_valid_ppl"] = valid_ppl
         for source in extra:
             entry.update(source.describe(table, entry))
         out["tables"][table] = entry
-    return out
-
-
-def summary(result: dict[str, Any]) -> dict[str, Any]:
-    """The headline figures: NSLM ÷ NNLM per aggregate, and Global for both models."""
-    out: dict[str, Any] = {}
-    for table, entry in result["tables"].items():
-        agg = entry["aggregates"][0]
-        rows = entry["rows"]
-        out[f"ratio_{agg.lower()}"] = rows[agg]["NSLM"] / rows[agg]["NNLM"]
-        out[f"global_nslm_{table}"] = rows["Global"]["NSLM"]
-        out["global_nnlm"] = rows["Global"]["NNLM"]
     return out
 
 

@@ -141,10 +141,10 @@ def run_one(
     """One corpus size: write the corpus → prepare → train → fit-micro (diff) → score."""
     from nslm.data import prepare_corpus
     from nslm.data.custom import parse_class_rule
+    from nslm.perplexity import perplexity
     from nslm.runs.load import load_run
     from nslm.runs.micro import fit_run_micro, load_run_micro, write_run_micro
     from nslm.scores.passes import Scorer
-    from nslm.perplexity import perplexity
     from nslm.training.loop import train
 
     start = time.perf_counter()

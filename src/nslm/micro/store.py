@@ -62,7 +62,7 @@ def selection_to_json(
 def write_micro_json(path: Path | str, payload: dict[str, Any]) -> Path:
     """Write atomically: a killed run leaves the old file or none, never half a file."""
     path = Path(path)
-    write_json_atomic(path, payload, indent=1, allow_nan=False)
+    write_json_atomic(path, payload, indent=1)
     return path
 
 

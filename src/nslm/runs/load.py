@@ -14,15 +14,30 @@ from nslm.config import TrainConfig, config_from_json
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
-from nslm.training.checkpoint import load_model_tensors, read_json
+from nslm.runs.files import load_model_tensors, read_json
+from nslm.scores.classes import ClassFactor, class_factor
+from nslm.scores.passes import Scorer
 
 
 @dataclass
 class LoadedRun:
+    """A trained run: its config, model in eval mode, corpus, and where P(c | h) comes from."""
+
     cfg: TrainConfig
     model: LanguageModel
     corpus: object  # PreparedCorpus; a nslm.runs.assets.RunCorpus unless load_run got one
     run_dir: Path
+    classes: ClassFactor | None = None  # the HNLM's top level, or the single-task sum (Table 8)
+
+    def scorer(self, *, keep_features: bool = False) -> Scorer:
+        """The one scoring pass with this run's evaluation settings (batch size, BPTT)."""
+        return Scorer(
+            self.model,
+            self.classes,
+            batch_size=self.cfg.eval_batch_size,
+            bptt=self.cfg.bptt,
+            keep_features=keep_features,
+        )
 
 
 def load_run(run_dir: Path | str, corpus=None) -> LoadedRun:
@@ -47,9 +62,5 @@ def load_run(run_dir: Path | str, corpus=None) -> LoadedRun:
     if not weights.is_file():
         raise NslmError(f"{run_dir} has no model.safetensors yet (training not far enough)")
     load_model_tensors(model, weights)
-    if layout is None:  # no class head: the single-task NSLM's P(c | h) (paper Table 8)
-        from nslm.scores.single_task import attach
-
-        attach(model, corpus)
     model.eval()
-    return LoadedRun(cfg, model, corpus, run_dir)
+    return LoadedRun(cfg, model, corpus, run_dir, class_factor(model, corpus))

@@ -145,9 +145,7 @@ class RoleShares:
         allowed = np.zeros((v, n_cls), dtype=bool)
         for c, m in enumerate(members):
             allowed[m, c] = True
-        train = corpus.train
-        pairs = train.token_ids.astype(np.int64) * n_cls + train.class_ids.astype(np.int64)
-        counts = np.bincount(pairs, minlength=v * n_cls).reshape(v, n_cls).astype(np.float64)
+        counts = corpus.type_class_counts().astype(np.float64)  # (V, C) training counts
         allowed[:, 0] = ~allowed.any(axis=1) | (counts[:, 0] > 0)
         weights = np.where(allowed, counts + alpha, 0.0)
         return cls(members, weights / weights.sum(axis=1, keepdims=True))

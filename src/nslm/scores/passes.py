@@ -178,6 +178,7 @@ class Scorer:
         mm = micro_log_probs(micro, split)
         return replace(got, micro=mm, pure=nslm_log_probs(got.top, split.class_ids, mm, got.neural))
 
+    @torch.no_grad()
     def distribution(
         self,
         h: Tensor,

@@ -23,62 +23,33 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
 
 from nslm.atomic import write_json_atomic
 from nslm.errors import NslmError
+from nslm.runs.files import (  # the run directory's file formats, which training writes
+    load_model_tensors,
+    model_tensors,
+    read_json,
+    save_tensors_atomic,
+)
 
-
-def save_tensors_atomic(path: Path, tensors: dict[str, torch.Tensor]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        save_file({k: v.detach().contiguous().clone() for k, v in tensors.items()}, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The state dict without duplicates: tied weights are saved once, under their first name."""
-    seen: dict[int, str] = {}
-    out: dict[str, torch.Tensor] = {}
-    for name, t in model.state_dict().items():
-        key = t.data_ptr()
-        if key in seen and t.numel():
-            continue
-        seen[key] = name
-        out[name] = t
-    return out
-
-
-def load_model_tensors(model: torch.nn.Module, path: Path) -> None:
-    try:
-        tensors = load_file(str(path))
-    except Exception as exc:  # safetensors raises its own error types
-        raise NslmError(f"cannot read weights {path}: {exc}") from None
-    missing, unexpected = model.load_state_dict(tensors, strict=False)
-    # Tied weights are stored once; any other missing key means a mismatched checkpoint.
-    tied = {n for n, p in model.state_dict().items() if n not in tensors}
-    really_missing = [m for m in missing if m not in tied or not _is_tied(model, m)]
-    if really_missing or unexpected:
-        raise NslmError(
-            f"weights {path} do not fit this model (missing {really_missing[:3]}, "
-            f"unexpected {unexpected[:3]})"
-        )
-
-
-def _is_tied(model: torch.nn.Module, name: str) -> bool:
-    sd = model.state_dict()
-    ptr = sd[name].data_ptr()
-    return any(k != name and v.data_ptr() == ptr for k, v in sd.items())
+__all__ = [
+    "begin_checkpoint",
+    "check_stream_layout",
+    "commit_checkpoint",
+    "latest_checkpoint",
+    "load_model_tensors",
+    "model_tensors",
+    "optimizer_from_files",
+    "optimizer_to_files",
+    "read_json",
+    "save_tensors_atomic",
+    "write_json_atomic",
+]
 
 
 def optimizer_to_files(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:
@@ -151,12 +122,3 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     if not path.is_dir() or "/" in name:
         raise NslmError(f"{pointer} points at a missing checkpoint {name}")
     return path
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise NslmError(f"missing file {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise NslmError(f"malformed JSON {path}: {exc}") from None

@@ -3,7 +3,6 @@ stopping, atomic checkpoints with exact resume, JSONL metrics and optional Tenso
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -19,11 +18,12 @@ from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
 from nslm.runs.assets import write_run_assets
-from nslm.scores.positions import score_arrays
+from nslm.scores.passes import Scorer, head_of
 from nslm.training import checkpoint as ck
 from nslm.training import distributed as dd
 from nslm.training.embeddings import INIT_VECTORS_FILE, describe, prepare_embeddings
 from nslm.training.memory import keep_freed_memory
+from nslm.training.metrics import MetricsLog
 from nslm.training.optim import build_optimizer, clip_grad_norm, scheduled_lr
 from nslm.training.progress import Progress
 
@@ -89,11 +89,9 @@ class Trainer:
         elif self.rank == 0:
             self._start_run_dir()
         dd.barrier()
-        self.writer = None
-        if cfg.tensorboard and self.rank == 0:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.writer = SummaryWriter(str(self.run_dir / "tensorboard"))
+        self.metrics = MetricsLog(
+            self.run_dir, cfg.heads, rank=self.rank, tensorboard=cfg.tensorboard
+        )
 
     # -- run directory ---------------------------------------------------------------------
 
@@ -148,6 +146,8 @@ class Trainer:
         ck.check_stream_layout(state)
         # Checkpoints from before step time was tracked: the wall time bounds it from above.
         state.setdefault("step_seconds", state.get("elapsed", 0.0))
+        if state.get("best") is None:  # JSON has no infinity: null = no validation yet
+            state["best"] = math.inf
         self.state.update(state)
         ck.load_model_tensors(self.model, path / "model.safetensors")
         optim = ck.optimizer_from_files(
@@ -159,33 +159,24 @@ class Trainer:
         hidden = [own[k] for k in sorted(own) if k.startswith("hidden.")]
         self.hidden = tuple(hidden) if hidden else None
 
-    def _log(self, record: dict[str, Any]) -> None:
-        if self.rank != 0:
-            return
-        with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
-        if self.writer is not None:
-            for key, value in record.items():
-                if isinstance(value, int | float) and key not in ("step", "epoch"):
-                    self.writer.add_scalar(key, value, record.get("step", 0))
-
     # -- evaluation ------------------------------------------------------------------------
+
+    def _scorer(self) -> Scorer:
+        """The one scoring pass over the heads (no micro-models yet), as evaluation runs it."""
+        cfg = self.cfg
+        return Scorer(self.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt, bf16=cfg.bf16)
 
     def validate(self) -> dict[str, float]:
         """Validation perplexity per head, computed on rank 0 and shared with all ranks."""
         cfg = self.cfg
         values = [math.nan] * len(cfg.heads)
         if self.rank == 0:
-            valid = self.corpus.valid
+            valid = head_of(self.corpus.valid, cfg.valid_tokens)
             if cfg.progress:  # scoring takes a while and has no bar of its own
-                n = min(len(valid.token_ids), cfg.valid_tokens or len(valid.token_ids))
+                n = len(valid.token_ids)
                 print(f"validating on {n:,} tokens …", file=sys.stderr, flush=True)
             with dd.borrowed_threads():
-                scores = score_arrays(
-                    self.model, valid.token_ids, valid.class_ids, valid.article_ids,
-                    batch_size=cfg.eval_batch_size, bptt=cfg.bptt,
-                    max_tokens=cfg.valid_tokens, bf16=cfg.bf16,
-                )  # fmt: skip
+                scores = self._scorer().score(valid)
             values = [scores.perplexity(h) for h in cfg.heads]
         values = dd.broadcast_floats(values)
         return dict(zip(cfg.heads, values, strict=True))
@@ -231,7 +222,7 @@ class Trainer:
         record["partial_epoch"] = partial
         record.update({f"valid_ppl_{h}": v for h, v in ppl.items()})
         record["elapsed"] = st["elapsed"]
-        self._log(record)
+        self.metrics.write(record)
         if self.rank == 0:
             shown = ", ".join(f"{h} {v:.2f}" for h, v in ppl.items())
             # The lr the last step used (the schedule's, not the base of a cosine schedule).
@@ -244,51 +235,10 @@ class Trainer:
         total = cfg.max_steps or cfg.epochs * self.n_batches
         self.lr_now = scheduled_lr(cfg, st["lr"], st["step"], total, st["elapsed"])
         progress = Progress(enabled=cfg.progress and self.rank == 0, total=total, start=st["step"])
-        sums = torch.zeros(len(cfg.heads), 2, dtype=torch.float64)
-        t_last, tokens_last = time.perf_counter(), 0
         with progress:
             while not st["done"] and st["epoch"] < cfg.epochs:
-                stop = False
-                for index, batch in self.streams.batches(cfg.bptt, st["batch"]):
-                    t0 = time.perf_counter()
-                    lr = scheduled_lr(cfg, st["lr"], st["step"], total, st["elapsed"])
-                    self.lr_now = lr
-                    for group in self.optimizer.param_groups:
-                        group["lr"] = lr
-                    sums += self._step(batch).double()
-                    st["step"] += 1
-                    st["batch"] = index + 1
-                    spent = time.perf_counter() - t0
-                    st["elapsed"] += spent
-                    st["step_seconds"] += spent
-                    # Real targets only: the last window is short and padding is masked.
-                    n_tokens = int((batch[3] >= 0).sum()) * self.world
-                    st["tokens"] += n_tokens
-                    tokens_last += n_tokens
-                    if st["step"] % cfg.log_every == 0:
-                        sums = dd.all_reduce_sum(sums)
-                        now = time.perf_counter()
-                        losses = (sums[:, 0] / sums[:, 1].clamp(min=1)).tolist()
-                        rate = tokens_last / max(now - t_last, 1e-9)
-                        record = {"step": st["step"], "epoch": st["epoch"], "lr": lr}
-                        named = zip(cfg.heads, losses, strict=True)
-                        record.update({f"loss_{h}": v for h, v in named})
-                        record["tokens_per_s"] = rate
-                        self._log(record)
-                        progress.update(st["step"], rate, losses[0])
-                        sums.zero_()
-                        t_last, tokens_last = now, 0
-                    else:
-                        progress.update(st["step"])
-                    out_of_steps = bool(cfg.max_steps) and st["step"] >= cfg.max_steps
-                    out_of_time = cfg.max_minutes > 0 and st["elapsed"] >= cfg.max_minutes * 60
-                    # Every rank must take the same decision; time differs between ranks.
-                    stop = bool(dd.broadcast_floats([float(out_of_steps or out_of_time)])[0])
-                    if stop:
-                        break
-                    if cfg.checkpoint_every and st["step"] % cfg.checkpoint_every == 0:
-                        self._save()
-                if not stop:
+                out_of_steps = self._epoch(total, progress)
+                if out_of_steps is None:
                     t0 = time.perf_counter()
                     early = self._end_epoch()
                     # The wall-time budget covers validation too.
@@ -304,6 +254,35 @@ class Trainer:
                     st["done"] = True
                 self._save()
         return self.finish()
+
+    def _epoch(self, total: int, progress: Progress) -> bool | None:
+        """Train on the rest of this epoch's batches. None when the epoch ran out; else the
+        budget stopped it: True for max_steps, False for max_minutes."""
+        cfg, st = self.cfg, self.state
+        for index, batch in self.streams.batches(cfg.bptt, st["batch"]):
+            t0 = time.perf_counter()
+            self.lr_now = scheduled_lr(cfg, st["lr"], st["step"], total, st["elapsed"])
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.lr_now
+            stats = self._step(batch)
+            st["step"] += 1
+            st["batch"] = index + 1
+            spent = time.perf_counter() - t0
+            st["elapsed"] += spent
+            st["step_seconds"] += spent
+            # Real targets only: the last window is short and padding is masked.
+            n_tokens = int((batch[3] >= 0).sum()) * self.world
+            st["tokens"] += n_tokens
+            self.metrics.add(stats, n_tokens)
+            self.metrics.report(st["step"], st["epoch"], self.lr_now, progress, cfg.log_every)
+            out_of_steps = bool(cfg.max_steps) and st["step"] >= cfg.max_steps
+            out_of_time = cfg.max_minutes > 0 and st["elapsed"] >= cfg.max_minutes * 60
+            # Every rank must take the same decision; time differs between ranks.
+            if dd.broadcast_floats([float(out_of_steps or out_of_time)])[0]:
+                return out_of_steps
+            if cfg.checkpoint_every and st["step"] % cfg.checkpoint_every == 0:
+                self._save()
+        return None
 
     def _stop_reason(self, out_of_steps: bool) -> str:
         """Why training ended before its epochs did, and where (the bar stops short)."""
@@ -330,12 +309,8 @@ class Trainer:
         if self.rank == 0:
             with dd.borrowed_threads():
                 for split in ("valid", "test"):
-                    data = self.corpus.splits[split]
-                    scores = score_arrays(
-                        self.model, data.token_ids, data.class_ids, data.article_ids,
-                        batch_size=cfg.eval_batch_size, bptt=cfg.bptt, bf16=cfg.bf16,
-                        max_tokens=cfg.valid_tokens if split == "valid" else cfg.test_tokens,
-                    )  # fmt: skip
+                    limit = cfg.valid_tokens if split == "valid" else cfg.test_tokens
+                    scores = self._scorer().score(head_of(self.corpus.splits[split], limit))
                     for h in cfg.heads:
                         results[f"{split}_ppl_{h}"] = scores.perplexity(h)
             results["train_minutes"] = st["elapsed"] / 60
@@ -343,9 +318,8 @@ class Trainer:
             # Throughput of the optimisation steps alone (validation excluded).
             results["train_tokens_per_s"] = st["tokens"] / max(st.get("step_seconds", 0.0), 1e-9)
             ck.write_json_atomic(self.run_dir / "results.json", results)
-            self._log({"event": "final", **results})
-        if self.writer is not None:
-            self.writer.close()
+            self.metrics.write({"event": "final", **results})
+        self.metrics.close()
         dd.barrier()
         return results
 
