@@ -101,11 +101,11 @@ def eval_command(
     ngram_order: int | None = None,
     **paper: Any,
 ) -> None:
-    """Global perplexity of every head of a trained RUN; writes RUN/eval.json.
+    """Score a trained RUN: the paper's Tables 2 and 3, or each head's global perplexity.
 
-    With the NSLM (RUN/micro.json, from 'nslm micro fit RUN'): the paper's Tables 2 and 3
-    instead (NNLM, HNLM, NSLM ensemble, NSLM-pure per class), in RUN/tables_<split>.json.
-    Lower perplexity is better.
+    With the NSLM (RUN/micro.json, from 'nslm micro fit RUN'): NNLM, HNLM, NSLM ensemble
+    and NSLM-pure per class, in RUN/tables_<split>.json. With the neural heads only: their
+    global perplexity, in RUN/eval.json. Lower perplexity is better.
     """
     from nslm.ngram.counting import MAX_ORDER
 
