@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
+from nslm.atomic import write_json_atomic
 
 RESULTS = Path(__file__).parent / "results"
 # KenLM lmplz on the raw stream, measured on this machine (BENCHMARKS.md, n-gram section).
@@ -141,9 +142,7 @@ def main() -> None:
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / ("ngram-raw.json" if args.raw else "ngram.json")
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(path)
+    write_json_atomic(path, result, indent=2)
     print(json.dumps(result, indent=2))
 
 

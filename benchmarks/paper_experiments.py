@@ -111,7 +111,7 @@ def main() -> None:
         out["cache_cost_ratio"] = None
     out["total_seconds"] = time.perf_counter() - wall
     out["machine"] = machine_info()
-    write_json_atomic(args.out, out, allow_nan=False)
+    write_json_atomic(args.out, out)
     print(f"wrote {args.out}", file=sys.stderr)
 
 

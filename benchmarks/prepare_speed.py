@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
+from nslm.atomic import write_json_atomic
 
 RESULTS = Path(__file__).parent / "results" / "prepare.json"
 
@@ -53,7 +54,7 @@ def main() -> None:
         "machine": machine_info(),
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    write_json_atomic(RESULTS, result, indent=2)
     print(json.dumps(result, indent=2))
 
 

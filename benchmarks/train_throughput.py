@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
+from nslm.atomic import write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "train_throughput.json"
@@ -73,7 +74,7 @@ def main() -> None:
         "command": f"python benchmarks/train_throughput.py --minutes {args.minutes:g}",
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=1) + "\n")
+    write_json_atomic(RESULTS, out)
     print(json.dumps({k: v for k, v in out.items() if k not in ("runs", "machine")}, indent=1))
 
 
