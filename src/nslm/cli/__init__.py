@@ -14,6 +14,7 @@ from nslm.cli.generate import generate_command
 from nslm.cli.micro import fit_micro_command, micro_group
 from nslm.cli.ngram import ngram_group
 from nslm.cli.predict import predict_command
+from nslm.cli.probe import probe_group
 from nslm.cli.train import train_command
 from nslm.errors import NslmError
 
@@ -44,6 +45,7 @@ cli.add_command(fit_micro_command)
 cli.add_command(predict_command)
 cli.add_command(demo_command)
 cli.add_command(experiment_group)
+cli.add_command(probe_group)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,203 @@
+"""``nslm probe sentiment|pos RUN``: neuron probes of a byte-LM run (docs/probes.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from nslm.atomic import json_text
+from nslm.cli.options import out_option, run_argument
+
+_batch = click.option("--batch-size", type=click.IntRange(1), default=128, show_default=True,
+                      help="Texts per LSTM batch when reading states.")  # fmt: skip
+_json = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+_no_figures = click.option("--no-figures", is_flag=True, help="Write no PNG/HTML figures.")
+
+
+def _log(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _load(run: Path):
+    from nslm.config import total_threads
+    from nslm.runs.load import load_run, require_byte_lm
+    from nslm.scores.passes import use_threads
+
+    loaded = load_run(run)
+    require_byte_lm(loaded, "nslm probe")  # before any data is read
+    use_threads(total_threads(loaded.cfg))
+    return loaded
+
+
+@click.group("probe")
+def probe_group() -> None:
+    """Which neurons of a byte LM's cell state know sentiment, or part of speech.
+
+    L1 logistic regression (scikit-learn) on the LSTM cell states, the best single neuron,
+    and baselines; probes are saved as JSON, figures as PNG/HTML (RUN/probes/ by default).
+    """
+
+
+@probe_group.command("sentiment")
+@run_argument()
+@click.option(
+    "--data",
+    "dataset",
+    type=click.Choice(["sst2", "imdb"]),
+    default="sst2",
+    show_default=True,
+    help="SST-2 sentences, or IMDB reviews.",
+)
+@click.option(
+    "--last-bytes",
+    type=click.IntRange(1),
+    default=None,
+    help="Read only each text's last N bytes [IMDB: 256; SST-2: the whole sentence].",
+)
+@click.option(
+    "--train",
+    "n_train",
+    type=click.IntRange(1),
+    default=None,
+    help="Train texts: the first N [SST-2: all 6,920; IMDB: 2,000 of the shuffled train file].",
+)
+@click.option(
+    "--dev",
+    "n_dev",
+    type=click.IntRange(1),
+    default=500,
+    show_default=True,
+    help="IMDB dev reviews, from the shuffled train file after the train ones.",
+)
+@click.option(
+    "--test",
+    "n_test",
+    type=click.IntRange(1),
+    default=None,
+    help="IMDB test reviews: the first N of the shuffled test file [all 25,000].",
+)
+@click.option("--no-bow", is_flag=True, help="Skip the TF-IDF bag-of-words baseline.")
+@out_option(
+    "Folder for the summary, probes and figures [RUN/probes/sentiment-DATA].", directory=True
+)
+@_batch
+@_no_figures
+@_json
+def sentiment_command(run: Path, dataset: str, last_bytes: int | None, n_train: int | None,
+                      n_dev: int, n_test: int | None, no_bow: bool, out: Path | None,
+                      batch_size: int, no_figures: bool, as_json: bool) -> None:  # fmt: skip
+    """Sentiment probe: final cell, mean cell and mean hidden state of each text.
+
+    Per feature, L1 logistic regression with C chosen on dev; test accuracy, non-zero
+    weights, and the neuron with the largest |weight| thresholded alone (on train). The
+    feature best on dev is the headline. Beside them: TF-IDF + logistic regression and the
+    majority class, on the same splits.
+    """
+    from nslm.probes import pipeline
+
+    if dataset == "imdb" and last_bytes is None:
+        last_bytes = pipeline.DEFAULT_IMDB_LAST_BYTES
+    loaded = _load(run)
+    out = out or run / "probes" / f"sentiment-{dataset}"
+    summary = pipeline.sentiment(
+        loaded, out, dataset=dataset, last_bytes=last_bytes, n_train=n_train, n_dev=n_dev,
+        n_test=n_test, batch_size=batch_size, bow=not no_bow, figures=not no_figures, log=_log,
+    )  # fmt: skip
+    click.echo(json_text(summary) if as_json else render_sentiment(summary))
+
+
+def render_sentiment(s: dict) -> str:
+    sizes = ", ".join(f"{k} {v:,}" for k, v in s["sizes"].items())
+    cut = f", last {s['last_bytes']} bytes" if s["last_bytes"] else ""
+    lines = [f"{s['dataset']} ({sizes}{cut}): test accuracy", ""]
+    lines.append(f"{'features':<14}{'C':>7}{'dev':>8}{'test':>8}{'non-zero':>10}"
+                 f"{'neuron':>8}{'alone':>8}")  # fmt: skip
+    for name, p in s["poolings"].items():
+        best = " *" if name == s["best_pooling"] else ""
+        lines.append(f"{name:<14}{p['C']:>7g}{p['dev_acc']:>8.3f}{p['test_acc']:>8.3f}"
+                     f"{p['n_nonzero']:>6}/{p['n_neurons']:<4}{p['neuron']:>7}"
+                     f"{p['neuron_test_acc']:>8.3f}{best}")  # fmt: skip
+    if "bow" in s:
+        lines.append(f"{'TF-IDF + LR':<14}{s['bow']['C']:>7g}{s['bow']['dev_acc']:>8.3f}"
+                     f"{s['bow']['test_acc']:>8.3f}")  # fmt: skip
+    lines.append(f"{'majority':<14}{'':>15}{s['majority']['test_acc']:>8.3f}")
+    lines.append("")
+    lines.append("* best on dev; 'alone': the neuron with the largest |weight|, one threshold "
+                 "fitted on train")  # fmt: skip
+    return "\n".join(lines)
+
+
+@probe_group.command("pos")
+@run_argument()
+@click.option(
+    "--train-bytes",
+    type=click.IntRange(1),
+    default=30_000,
+    show_default=True,
+    help="Bytes of EWT train (whole sentences, seeded order) the probes fit on.",
+)
+@click.option(
+    "--test",
+    "n_test",
+    type=click.IntRange(1),
+    default=None,
+    help="EWT test sentences: the first N [all 2,077].",
+)
+@click.option(
+    "--tags",
+    "grouping",
+    type=click.Choice(["grouped", "ungrouped", "both"]),
+    default="both",
+    show_default=True,
+    help="The seed's grouped tags (NNS→NN, VB*→VB, …), raw XPOS, or both.",
+)
+@click.option(
+    "-C",
+    "C",
+    type=click.FloatRange(min=0, min_open=True),
+    default=0.1,
+    show_default=True,
+    help="Inverse L1 strength of every tag's classifier.",
+)
+@out_option("Folder for the summaries, probes and figures [RUN/probes/pos].", directory=True)
+@_batch
+@_no_figures
+@_json
+def pos_command(run: Path, train_bytes: int, n_test: int | None, grouping: str, C: float,
+                out: Path | None, batch_size: int, no_figures: bool,
+                as_json: bool) -> None:  # fmt: skip
+    """Part-of-speech probes: one-vs-rest L1 logistic regression per tag on the cell state
+    of every byte of UD EWT sentences (a byte's tag: its word's XPOS, SPACE between words).
+
+    Accuracy, precision and recall (weighted over tags) on EWT test with all neurons and
+    with each tag's top 1, 2, 3 neurons by |weight|; per tag, the same for its classifier
+    alone (tag vs rest).
+    """
+    from nslm.probes import pipeline
+
+    groupings = ("grouped", "ungrouped") if grouping == "both" else (grouping,)
+    loaded = _load(run)
+    out = out or run / "probes" / "pos"
+    summaries = pipeline.pos(
+        loaded, out, train_bytes=train_bytes, n_test=n_test, groupings=groupings, C=C,
+        batch_size=batch_size, figures=not no_figures, log=_log,
+    )  # fmt: skip
+    click.echo(json_text(summaries) if as_json else render_pos(summaries))
+
+
+def render_pos(summaries: dict) -> str:
+    lines = []
+    for grouping, s in summaries.items():
+        if grouping == "seconds":
+            continue
+        head = f"POS, {grouping} tags ({len(s['tags'])}): EWT test, {s['test_bytes']:,} bytes"
+        lines.append(f"{head}; fit on {s['train_bytes']:,} train bytes")
+        lines.append(f"{'k':<6}{'acc':>7}{'prec':>7}{'recall':>8}")
+        for k, row in s["rows"].items():
+            lines.append(f"{k:<6}{row['acc']:>7.3f}{row['precision']:>7.3f}{row['recall']:>8.3f}")
+        space = s.get("space_top3_acc", float("nan"))
+        lines.append(f"majority ({s['majority']['tag']}) {s['majority']['test_acc']:.3f}; "
+                     f"SPACE alone, top 3 neurons: {space:.3f}")  # fmt: skip
+        lines.append("")
+    return "\n".join(lines).rstrip()

@@ -1,0 +1,121 @@
+"""The probe estimators: a planted neuron is found, JSON round-trips, thresholds see train only."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nslm.data.labelled import LabelledTexts
+from nslm.errors import NslmError
+from nslm.probes.estimators import L1Probe, NeuronThreshold, fit_on_dev, load_probe, save_probe
+from nslm.probes.sentiment import probe_sentiment
+
+
+def planted(n: int, h: int = 64, neuron: int = 17, seed: int = 0):
+    """Noise features where only ``neuron`` carries the label (shifted by ±1.5)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, h)).astype(np.float32) * rng.uniform(0.2, 3.0, h).astype(np.float32)
+    X[:, neuron] = rng.normal(size=n) + np.where(y == 1, 1.5, -1.5)
+    return X, y
+
+
+def test_a_probe_finds_the_planted_neuron() -> None:
+    X, y = planted(2000)
+    Xd, yd = planted(500, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecation (penalty=) or other warning
+        probe, scores = fit_on_dev(X, y, Xd, yd)
+    assert probe.top_neurons(1)[0] == 17
+    assert probe.score(Xd, yd) > 0.9
+    assert set(scores) == {0.003, 0.01, 0.03, 0.1, 0.3, 1.0}
+    assert probe.n_nonzero() < 64  # L1: most noise weights are exactly zero
+    single = NeuronThreshold(17).fit(X, y)
+    assert single.score(Xd, yd) > 0.9 and single.sign_ == 1
+
+
+def test_one_vs_rest_finds_one_neuron_per_class_and_top_k_uses_it() -> None:
+    rng = np.random.default_rng(0)
+    tags = np.array(["A", "B", "C"])[rng.integers(0, 3, 3000)]
+    X = rng.normal(size=(3000, 32))
+    for col, tag in [(3, "A"), (9, "B"), (20, "C")]:
+        X[:, col] += 3.0 * (tags == tag)
+    probe = L1Probe(C=0.1).fit(X, tags)
+    assert [probe.top_neurons(1, t)[0] for t in "ABC"] == [3, 9, 20]
+    one = probe.restricted(1).fit(X, tags)
+    assert [np.flatnonzero(w).tolist() for w in one.coef_] == [[3], [9], [20]]
+    assert one.score(X, tags) > 0.85
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_probe_json_round_trips(tmp_path: Path, multi: bool) -> None:
+    X, y = planted(600)
+    labels = np.where(X[:, 0] > 0.5, "x", y.astype(str)) if multi else y
+    probe = L1Probe(C=0.3).fit(X, labels)
+    save_probe(tmp_path / "probe.json", probe, features="synthetic")
+    again = load_probe(tmp_path / "probe.json")
+    assert (again.predict(X) == probe.predict(X)).all()
+    np.testing.assert_array_equal(again.decision_function(X), probe.decision_function(X))
+    single = NeuronThreshold(17).fit(X, y)
+    save_probe(tmp_path / "neuron.json", single)
+    assert (load_probe(tmp_path / "neuron.json").predict(X) == single.predict(X)).all()
+    assert "pickle" not in (tmp_path / "probe.json").read_text(encoding="utf-8")
+
+
+def test_not_a_probe_file(tmp_path: Path) -> None:
+    with pytest.raises(NslmError, match="no probe file"):
+        load_probe(tmp_path / "none.json")
+    (tmp_path / "x.json").write_text('{"kind": "pickle"}', encoding="utf-8")
+    with pytest.raises(NslmError, match="not a probe"):
+        load_probe(tmp_path / "x.json")
+
+
+@given(st.lists(st.floats(-5, 5), min_size=2, max_size=40), st.data())
+@settings(max_examples=80, deadline=None)
+def test_threshold_is_the_best_cut_on_train(values, data) -> None:
+    x = np.asarray(values)[:, None]
+    y = np.asarray(data.draw(st.lists(st.integers(0, 1), min_size=len(x), max_size=len(x))))
+    fitted = NeuronThreshold(0).fit(x, y)
+    assert fitted.score(x, y) == pytest.approx(fitted.train_accuracy_)
+    # no threshold in either direction does better on train
+    for cut in np.concatenate([x[:, 0] - 1e-9, x[:, 0] + 1e-9]):
+        for sign in (1, -1):
+            assert np.mean((sign * (x[:, 0] - cut) > 0) == y) <= fitted.train_accuracy_ + 1e-12
+
+
+def test_threshold_is_fitted_on_train_only() -> None:
+    X, y = planted(400)
+    fitted = NeuronThreshold(17).fit(X, y)
+    # the test set's labels are flipped: a threshold that peeked would flip its sign
+    Xt, yt = planted(400, seed=2)
+    before = (fitted.threshold_, fitted.sign_)
+    fitted.score(Xt, 1 - yt)
+    assert (fitted.threshold_, fitted.sign_) == before
+
+
+def test_sentiment_probe_on_planted_features_and_text() -> None:
+    splits, features = {}, {}
+    words = np.array(["good", "bad"])
+    for i, (name, n) in enumerate([("train", 800), ("dev", 200), ("test", 300)]):
+        X, y = planted(n, seed=i)
+        rng = np.random.default_rng(i)
+        # the text says the label only one time in three: BoW is weaker than the neuron
+        texts = [
+            f"{words[1 - t] if rng.random() < 0.33 else 'meh'} film {j}" for j, t in enumerate(y)
+        ]
+        splits[name] = LabelledTexts(texts, y)
+        features[name] = {"final_cell": X, "mean_cell": X[:, ::-1].copy(), "mean_hidden": X * 2}
+    result = probe_sentiment(features, splits)
+    s = result.summary
+    assert s["poolings"]["final_cell"]["neuron"] == 17
+    assert s["poolings"]["mean_cell"]["neuron"] == 64 - 1 - 17
+    assert s["all_acc"] > 0.9 and s["one_neuron_acc"] > 0.9
+    assert 0.4 < s["majority"]["test_acc"] < 0.6
+    assert s["bow"]["test_acc"] < s["all_acc"]
+    with pytest.raises(NslmError, match="empty split"):
+        probe_sentiment(features, {**splits, "dev": LabelledTexts([], np.zeros(0, int))})
