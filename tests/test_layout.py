@@ -22,7 +22,7 @@ STAGES = {
     "scores": 5,
     "runs": 6,
     "training": 7,
-    "evaluation": 8, "generation": 8,
+    "evaluation": 8, "generation": 8, "probes": 8,
     "experiments": 9,
     "cli": 10, "__main__": 10,
 }  # fmt: skip
