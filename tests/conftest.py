@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TINY_MICRO_CLASSES, copy_run, train_tiny_nslm
+from helpers import TINY_MICRO_CLASSES, copy_run, train_tiny_byte_lm, train_tiny_nslm
 from nslm.data import PreparedCorpus, prepare_corpus
 
 NO_DATA = "needs $NSLM_DATA_DIR with wikitext-2 (CI sets it)"
@@ -136,6 +136,13 @@ def tiny_nslm_each_top(request: pytest.FixtureRequest, data_dir: Path) -> Path:
     """The session's tiny run for each HNLM top level (``separate``, the default, and
     ``shared``): parametrises the tests of a module that uses it. Read only."""
     return request.getfixturevalue(TOP_RUNS[request.param])
+
+
+@pytest.fixture(scope="session")
+def tiny_byte_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny byte LM (``helpers.train_tiny_byte_lm``: 32 units, 40 steps on a synthetic
+    ``bytes:DIR`` corpus), trained once; no corpus needed. Read only."""
+    return train_tiny_byte_lm(tmp_path_factory.mktemp("tiny-byte"))
 
 
 @pytest.fixture

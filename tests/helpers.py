@@ -83,6 +83,63 @@ def copy_run(run: Path, dest: Path) -> Path:
     return dest
 
 
+# -- a tiny byte LM (no corpus needed) ------------------------------------------------------
+
+BYTE_WORDS = [
+    "the",
+    "movie",
+    "was",
+    "great",
+    "bad",
+    "fine",
+    "awful",
+    "good",
+    "plot",
+    "actor",
+    "scene",
+    "café",
+    "naïve",
+]
+
+
+def make_byte_corpus(directory: Path, seed: int = 0) -> Path:
+    """A ``bytes:DIR`` corpus of short random "reviews", one a line; test.txt also holds
+    bytes that are not UTF-8 (a byte LM reads them as they are)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+
+    def lines(n: int) -> bytes:
+        rows = (" ".join(rng.choice(BYTE_WORDS, size=rng.integers(3, 20))) for _ in range(n))
+        return ("\n".join(rows) + "\n").encode("utf-8")
+
+    (directory / "train.txt").write_bytes(lines(400))
+    (directory / "valid.txt").write_bytes(lines(30))
+    (directory / "test.txt").write_bytes(lines(30) + b"\xff\xfe not UTF-8\n")
+    return directory
+
+
+def tiny_byte_config(corpus_dir: Path, **overrides):
+    """A tiny one-layer byte LSTM (32 units) on a ``bytes:DIR`` corpus, 40 steps."""
+    from nslm.config import build_config
+
+    values = dict(
+        corpus=f"bytes:{corpus_dir}", classes="none", heads=["nnlm"], softmax="full",
+        num_layers=1, emb_size=16, hidden_size=32, dropout=0.0, batch_size=8, bptt=32,
+        epochs=1, max_steps=40, lr=3e-3, lr_schedule="linear", threads=1, progress=False,
+        checkpoint_every=20, eval_batch_size=4,
+    )  # fmt: skip
+    values.update(overrides)
+    return build_config(values)
+
+
+def train_tiny_byte_lm(root: Path, **overrides) -> Path:
+    """Train the tiny byte LM into ``root/run`` (its corpus in ``root/corpus``)."""
+    from nslm.training.loop import train
+
+    train(tiny_byte_config(make_byte_corpus(root / "corpus"), **overrides), root / "run")
+    return root / "run"
+
+
 # -- the command line as a subprocess -------------------------------------------------------
 
 GOOD_LINES = " \n = Title = \n \n The year 1990 followed 1989 in Paris . \n"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nslm.data.bytes import is_byte_corpus
 from nslm.data.tagging import CLASS_CHOICES
 from nslm.errors import NslmError
 
@@ -65,7 +66,9 @@ class TrainConfig:
     lr: float = 2e-3
     momentum: float = 0.0
     weight_decay: float = 0.0
-    lr_schedule: str = "plateau"  # plateau | cosine | constant
+    # plateau | cosine | constant | linear (to 0 over the step or time budget, as the byte
+    # LM of docs/byte-lm.md)
+    lr_schedule: str = "plateau"
     lr_decay: float = 4.0  # plateau: divide the lr by this when validation stalls
     warmup_steps: int = 0
     clip: float = 0.25
@@ -89,6 +92,11 @@ class TrainConfig:
     bf16: bool = False  # bfloat16 autocast on CPU
     compile: bool = False  # torch.compile the backbone
     checkpoint_every: int = 500  # steps between resumable checkpoints (0 = epoch ends only)
+    # also checkpoint when training time passes each of these minutes, and keep those
+    # checkpoints in RUN/kept/ (the latest one alone is kept otherwise): probes of how a
+    # feature emerges during training read them (docs/byte-lm.md)
+    keep_checkpoints_at_minutes: list[float] = field(default_factory=list)
+    device: str = "cpu"  # where the model trains and scores: cpu, cuda, cuda:1, …
     # logging
     progress: bool = True
     tensorboard: bool = False
@@ -103,7 +111,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "softmax": ("full", "adaptive"),
     "hnlm_top": ("separate", "shared"),
     "optimizer": ("sgd", "adam", "adamw"),
-    "lr_schedule": ("plateau", "cosine", "constant"),
+    "lr_schedule": ("plateau", "cosine", "constant", "linear"),
     "classes": CLASS_CHOICES,  # none: only class_rules
 }
 # Old key → new key. eval_tokens limited test at the end of training and, when valid_tokens
@@ -205,6 +213,24 @@ def validate(cfg: TrainConfig) -> None:
         _check_sparse_embedding(cfg)
     if cfg.model == "transformer" and cfg.hidden_size % cfg.n_heads:
         raise NslmError("transformer: hidden_size must be divisible by n_heads")
+    if is_byte_corpus(cfg.corpus) and (cfg.classes != "none" or cfg.class_rules):
+        raise NslmError("a byte corpus has no classes: set classes = 'none' (and no class_rules)")
+    _check_device(cfg)
+
+
+def _check_device(cfg: TrainConfig) -> None:
+    import torch
+
+    try:
+        device = torch.device(cfg.device)
+    except RuntimeError:
+        raise NslmError(f"config key 'device': not a device: {cfg.device!r}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise NslmError("config key 'device' must be cpu or cuda[:N]")
+    # (whether the device exists is the trainer's check: a run trained on a GPU still loads
+    # on a machine without one)
+    if device.type == "cuda" and cfg.processes > 1:
+        raise NslmError("device 'cuda' trains in one process: set processes = 1")
 
 
 def _check_choices(cfg: TrainConfig) -> None:
@@ -230,6 +256,9 @@ def _check_ranges(cfg: TrainConfig) -> None:
         raise NslmError("config key 'cutoffs' must be increasing positive integers")
     if cfg.processes < 1:
         raise NslmError("config key 'processes' must be at least 1")
+    marks = cfg.keep_checkpoints_at_minutes
+    if any(not isinstance(m, int | float) or m <= 0 for m in marks) or marks != sorted(marks):
+        raise NslmError("config key 'keep_checkpoints_at_minutes' must be increasing minutes > 0")
 
 
 def _check_sparse_embedding(cfg: TrainConfig) -> None:

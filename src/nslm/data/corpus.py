@@ -46,6 +46,8 @@ class Split:
 
     @property
     def class_ids(self) -> np.ndarray:
+        if self.unk_id < 0:  # a closed vocabulary (bytes): nothing unknown, no copy
+            return self.rule_class_ids
         return np.where(self.token_ids == self.unk_id, 0, self.rule_class_ids).astype(np.int16)
 
     @property

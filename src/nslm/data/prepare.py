@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from nslm.data import conversions, custom, numbers, places, tagging, units, vocab
+from nslm.data.bytes import is_byte_corpus, prepare_byte_corpus
 from nslm.data.conversions import learn_unit_map, plausible_conversions, unit_map_json
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.custom import ClassRule
@@ -66,8 +67,11 @@ def prepare_corpus(
 
     ``class_rules`` add user-defined classes (a name and a token regex) after the built-in
     ones; see :mod:`nslm.data.custom`. ``download=False`` fails at once (one line) when a
-    known corpus is not on disk, instead of fetching it.
+    known corpus is not on disk, instead of fetching it. A byte corpus (``imdb-bytes``,
+    ``bytes:DIR``; :mod:`nslm.data.bytes`) has no classes and is read afresh each time.
     """
+    if is_byte_corpus(name_or_path):  # bytes: nothing to tag, nothing to cache
+        return prepare_byte_corpus(name_or_path)
     rules = tuple(class_rules)
     class_names = class_names_for(classes, rules)
     paths = locate_corpus(name_or_path, download=download)

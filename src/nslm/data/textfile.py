@@ -1,4 +1,4 @@
-"""Read a corpus text file (plain or ``.xz``) and refuse what is not UTF-8 text."""
+"""Read a corpus file (plain or ``.xz``): as UTF-8 text, or as raw bytes for byte LMs."""
 
 from __future__ import annotations
 
@@ -13,6 +13,20 @@ def read_text(path: Path) -> str:
 
     ``.xz`` files are decompressed. A missing file, an empty file, a file with NUL
     bytes (binary) or invalid UTF-8 each raise :class:`NslmError` with one line.
+    """
+    raw = read_bytes(path)
+    if b"\x00" in raw:
+        raise NslmError(f"{path}: binary file (contains NUL bytes), expected UTF-8 text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NslmError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+
+
+def read_bytes(path: Path) -> bytes:
+    """The whole file's bytes, whatever their encoding (a byte LM reads any text).
+
+    ``.xz`` files are decompressed. A missing or empty file is a one-line :class:`NslmError`.
     """
     path = Path(path)
     if not path.exists():
@@ -31,9 +45,4 @@ def read_text(path: Path) -> str:
         raise NslmError(f"{path}: cannot read ({exc.strerror})") from None
     if not raw.strip():
         raise NslmError(f"{path}: file is empty")
-    if b"\x00" in raw:
-        raise NslmError(f"{path}: binary file (contains NUL bytes), expected UTF-8 text")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NslmError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+    return raw

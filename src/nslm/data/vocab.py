@@ -8,6 +8,9 @@ import numpy as np
 
 UNK = "<unk>"
 EOS = "<eos>"
+# A byte LM's types: byte b is the one-character string chr(b) (its Latin-1 reading), so
+# vocab.json stays readable and type id = byte value.
+BYTE_TYPES = [chr(b) for b in range(256)]
 
 
 @dataclass
@@ -15,6 +18,8 @@ class Vocabulary:
     """Types sorted by training count (most frequent first, ties by first appearance).
 
     The frequency order lets adaptive-softmax heads take contiguous id ranges as clusters.
+    A closed vocabulary (:func:`byte_vocabulary`: the 256 byte values, id = byte) has no
+    ``<unk>``; its ``unk_id`` is −1.
     """
 
     itos: list[str]
@@ -23,7 +28,7 @@ class Vocabulary:
 
     def __post_init__(self) -> None:
         self.stoi = {s: i for i, s in enumerate(self.itos)}
-        if UNK not in self.stoi:
+        if UNK not in self.stoi and self.itos != BYTE_TYPES:
             raise ValueError("a vocabulary must contain <unk>")
 
     def __len__(self) -> int:
@@ -31,7 +36,12 @@ class Vocabulary:
 
     @property
     def unk_id(self) -> int:
-        return self.stoi[UNK]
+        return self.stoi.get(UNK, -1)
+
+    @property
+    def is_bytes(self) -> bool:
+        """Whether this is the byte vocabulary (type id = byte value)."""
+        return self.itos == BYTE_TYPES
 
     def encode(self, tokens: list[str]) -> np.ndarray:
         unk = self.unk_id
@@ -62,3 +72,8 @@ class Vocabulary:
     @classmethod
     def from_json(cls, data: dict) -> Vocabulary:
         return cls(itos=list(data["itos"]), counts=np.asarray(data["counts"], dtype=np.int64))
+
+
+def byte_vocabulary(counts: np.ndarray) -> Vocabulary:
+    """The 256 byte values in byte order (id = byte), with their training counts."""
+    return Vocabulary(itos=list(BYTE_TYPES), counts=np.asarray(counts, dtype=np.int64))

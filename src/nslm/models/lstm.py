@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nslm.models.grounding import input_width, make_embedding
@@ -73,3 +76,48 @@ class LSTMBackbone(nn.Module):
             hs.append(h)
             cs.append(c)
         return out, (torch.cat(hs), torch.cat(cs))
+
+
+@torch.no_grad()
+def lstm_state_chunks(
+    backbone: LSTMBackbone, x: Tensor, chunk: int = 256
+) -> Iterator[tuple[int, Tensor, Tensor]]:
+    """Hidden and cell states of every step of a one-layer LSTM backbone, from zero state.
+
+    Yields ``(t0, h, c)`` for steps ``t0 .. t0 + len(h) − 1`` of the inputs x (T, B), each
+    (steps, B, H) float32, ``chunk`` steps at a time so memory stays bounded on long texts.
+
+    ``nn.LSTM`` returns the hidden state h_t of every step but the cell state c_t of the
+    last one only. The fused run gives every h_t; with h_{t−1} known, the gates of all the
+    chunk's steps are one matrix product, and the cell state is an elementwise recurrence
+    (the LSTM equations of Hochreiter & Schmidhuber 1997 in PyTorch's ``nn.LSTM`` layout):
+
+        [i f g o]_t = W_ih x_t + b_ih + W_hh h_{t−1} + b_hh
+        c_t = σ(f_t) ⊙ c_{t−1} + σ(i_t) ⊙ tanh(g_t)
+
+    So per-step cell states cost one fused pass, one large matrix product and a cheap loop,
+    not T calls of the LSTM; the result equals stepping the LSTM one byte at a time up to
+    float rounding (tests/test_byte_states.py).
+    """
+    lstm = backbone.lstm
+    if backbone.locked or lstm.num_layers != 1 or lstm.bidirectional or lstm.proj_size:
+        raise ValueError("per-step cell states need a one-layer, unidirectional nn.LSTM")
+    hidden = lstm.hidden_size
+    h0 = x.new_zeros((1, x.shape[1], hidden), dtype=torch.float32)
+    state = (h0, h0.clone())
+    for t0 in range(0, x.shape[0], chunk):
+        emb = backbone.embed(x[t0 : t0 + chunk]).float()
+        out, new_state = lstm(emb, state)
+        previous_h = torch.cat([state[0], out[:-1]])
+        gates = F.linear(emb, lstm.weight_ih_l0, lstm.bias_ih_l0)
+        gates += F.linear(previous_h, lstm.weight_hh_l0, lstm.bias_hh_l0)
+        i, f, g, _ = gates.chunk(4, dim=-1)
+        update = torch.sigmoid(i) * torch.tanh(g)
+        forget = torch.sigmoid(f)
+        cells = torch.empty_like(out)
+        c = state[1][0]
+        for t in range(len(out)):
+            c = torch.addcmul(update[t], forget[t], c)
+            cells[t] = c
+        yield t0, out, cells
+        state = new_state

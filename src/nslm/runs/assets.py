@@ -44,6 +44,7 @@ import numpy as np
 
 from nslm.atomic import write_bytes_atomic, write_json_atomic
 from nslm.config import TrainConfig, class_rules_of
+from nslm.data.bytes import is_byte_corpus, locate_byte_corpus
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.locate import SPLITS, locate_corpus
 from nslm.data.prepare import prepare_corpus, prepared_cache_root
@@ -150,7 +151,10 @@ class RunCorpus(PreparedCorpus):
             prepared = PreparedCorpus.load(entry)
         else:
             try:
-                locate_corpus(source, download=False)
+                if is_byte_corpus(source):
+                    locate_byte_corpus(source)
+                else:
+                    locate_corpus(source, download=False)
             except NslmError as exc:
                 raise NslmError(f"scoring a split needs the corpus {source}: {exc}") from None
             rules = tuple(self.class_rules.values())

@@ -40,8 +40,12 @@ class LoadedRun:
         )
 
 
-def load_run(run_dir: Path | str, corpus=None) -> LoadedRun:
-    """The best weights of ``run_dir`` in eval mode, with the corpus it was trained on."""
+def load_run(run_dir: Path | str, corpus=None, *, weights: Path | str | None = None) -> LoadedRun:
+    """The best weights of ``run_dir`` in eval mode, with the corpus it was trained on.
+
+    ``weights``: another weights file of the same run instead, e.g. a kept checkpoint's
+    (``RUN/kept/minute-005/model.safetensors``; see :func:`kept_checkpoints`).
+    """
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").is_file():
         raise NslmError(f"not a run directory (no config.json): {run_dir}")
@@ -58,9 +62,33 @@ def load_run(run_dir: Path | str, corpus=None) -> LoadedRun:
     if "hnlm" in cfg.heads:
         layout = HNLMLayout.from_json(read_json(run_dir / "layout.json"))
     model = LanguageModel(cfg, len(itos), layout)
-    weights = run_dir / "model.safetensors"
+    weights = run_dir / "model.safetensors" if weights is None else Path(weights)
     if not weights.is_file():
-        raise NslmError(f"{run_dir} has no model.safetensors yet (training not far enough)")
+        raise NslmError(f"{run_dir} has no {weights.name} yet (training not far enough)")
     load_model_tensors(model, weights)
     model.eval()
     return LoadedRun(cfg, model, corpus, run_dir, class_factor(model, corpus))
+
+
+def is_byte_lm(loaded: LoadedRun) -> bool:
+    """Whether the run is a byte LM (the 256-byte vocabulary, an LSTM backbone)."""
+    return bool(loaded.corpus.vocab.is_bytes) and loaded.cfg.model == "lstm"
+
+
+def require_byte_lm(loaded: LoadedRun, what: str) -> None:
+    """A one-line error unless ``loaded`` is a one-layer byte LSTM (``what`` needs one)."""
+    if not is_byte_lm(loaded):
+        raise NslmError(f"{what} needs a byte-LM run; {loaded.run_dir} is a word LM")
+    if loaded.cfg.num_layers != 1 or loaded.cfg.locked_dropout:
+        raise NslmError(f"{what} needs a one-layer byte LSTM (num_layers = 1, no locked dropout)")
+
+
+def kept_checkpoints(run_dir: Path | str) -> dict[float, Path]:
+    """The checkpoints a run kept at training-time marks (``keep_checkpoints_at_minutes``):
+    {minutes: weights file}, in order. Load one with ``load_run(RUN, weights=path)``."""
+    kept: dict[float, Path] = {}
+    for entry in sorted(Path(run_dir).glob("kept/minute-*")):
+        weights = entry / "model.safetensors"
+        if weights.is_file():
+            kept[float(entry.name.removeprefix("minute-"))] = weights
+    return dict(sorted(kept.items()))

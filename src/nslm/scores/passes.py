@@ -49,32 +49,38 @@ def head_of(split: Split, max_tokens: int) -> Split:
     return replace(split, **{k: getattr(split, k)[:max_tokens] for k in names})
 
 
+def model_device(model: torch.nn.Module) -> torch.device:
+    """Where the model's weights are (the scoring pass moves each window there)."""
+    return next(model.parameters()).device
+
+
 @torch.no_grad()
 def feature_batches(
     model: LanguageModel, split: Split, *, batch_size: int = 16, bptt: int = 70, bf16: bool = False
 ) -> Iterator[tuple[Tensor, Tensor, Tensor, np.ndarray]]:
     """(features, targets, classes, split positions) for every scored position, in windows.
 
-    ``bf16`` runs the backbone under CPU bfloat16 autocast; the features come out float32.
+    ``bf16`` runs the backbone under bfloat16 autocast; the features come out float32. The
+    tensors are on the model's device.
     """
     n = len(split)
     batch_size = max(1, min(batch_size, n // 2))
-    streams = make_streams(
-        split.token_ids, split.class_ids.astype(np.int64), split.article_ids, batch_size
-    )
+    streams = make_streams(split.token_ids, split.class_ids, split.article_ids, batch_size)
+    device = model_device(model)
     was_training = model.training
     model.eval()
     state = None
     try:
         for _, (x, y, c, pos) in streams.batches(bptt):
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                h, state = model.features(torch.from_numpy(x), state)
+            x_in = torch.from_numpy(x).to(device).long()
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                h, state = model.features(x_in, state)
             keep = pos.reshape(-1) >= 0
-            hv = h.reshape(-1, h.shape[-1])[torch.from_numpy(keep)].float()
+            hv = h.reshape(-1, h.shape[-1])[torch.from_numpy(keep).to(device)].float()
             yield (
                 hv,
-                torch.from_numpy(y.reshape(-1)[keep]),
-                torch.from_numpy(c.reshape(-1)[keep]),
+                torch.from_numpy(y.reshape(-1)[keep]).to(device).long(),
+                torch.from_numpy(c.reshape(-1)[keep]).to(device).long(),
                 pos.reshape(-1)[keep],
             )
     finally:
@@ -92,6 +98,8 @@ class SplitScores:
     * ``micro`` — log P_MM(w_t | c_t, w_prev) at covered class positions, NaN elsewhere
     * ``pure`` — the NSLM, Eq. 4: ``top`` + ``micro`` (``neural`` where uncovered)
     * ``features`` — (N, D) float32 backbone states, row t the one that predicted w_t
+    * ``correct`` — 1.0 where the NNLM's most probable next token is w_t, else 0.0 (NaN
+      where unscored): next-token accuracy, asked with ``Scorer(accuracy=True)``
     """
 
     nnlm: np.ndarray | None = None
@@ -101,6 +109,7 @@ class SplitScores:
     micro: np.ndarray | None = None
     pure: np.ndarray | None = None
     features: Tensor | None = None
+    correct: np.ndarray | None = None
 
     def perplexity(self, part: str) -> float:
         return perplexity(getattr(self, part))
@@ -135,11 +144,15 @@ class Scorer:
         bptt: int = 70,
         bf16: bool = False,
         keep_features: bool = False,
+        accuracy: bool = False,
     ) -> None:
         self.model = model
         self.classes = classes if classes is not None else NeuralOnly(model)
         self.batch_size, self.bptt, self.bf16 = batch_size, bptt, bf16
         self.keep_features = keep_features
+        # the argmax of the NNLM's full distribution at each position: one more pass over
+        # the output layer (cheap for 256 bytes, not for a 33k-word softmax), so on request
+        self.accuracy = accuracy
         self._memo: dict[tuple[str, int], SplitScores] = {}
 
     def batches(self, split: Split) -> Iterator[tuple[Tensor, Tensor, Tensor, np.ndarray]]:
@@ -163,12 +176,16 @@ class Scorer:
         n = len(split)
         out = {p: np.full(n, np.nan) for p in parts}
         feats = torch.zeros(n, self.model.backbone.out_dim) if keep_features else None
+        correct = np.full(n, np.nan) if self.accuracy else None
         for hv, yv, cv, where in self.batches(split):
             for part, lp in self.classes.target_scores(self.model, hv, yv, cv, parts).items():
-                out[part][where] = lp.numpy()
+                out[part][where] = lp.cpu().numpy()
             if feats is not None:
-                feats[torch.from_numpy(where)] = hv
-        return SplitScores(**out, features=feats)
+                feats[torch.from_numpy(where)] = hv.cpu()
+            if correct is not None:
+                best = self.model.heads["nnlm"].log_dist(hv).argmax(dim=-1)
+                correct[where] = (best == yv).cpu().numpy()
+        return SplitScores(**out, features=feats, correct=correct)
 
     def nslm(
         self, split: Split, micro: dict[str, MicroModel], parts: Sequence[str] | None = None

@@ -11,6 +11,8 @@ Layout of a run directory::
         state.json                           epoch, step, lr, best score, ...
         rank0.safetensors                    this rank's hidden state and RNG state
     model.safetensors                        the best weights (for eval and predict)
+    kept/minute-005/                         a checkpoint kept at a training-time mark
+                                             (``keep_checkpoints_at_minutes``), never pruned
     metrics.jsonl  results.json
 
 A checkpoint directory is written under a temporary name and renamed into place; then
@@ -41,6 +43,7 @@ __all__ = [
     "begin_checkpoint",
     "check_stream_layout",
     "commit_checkpoint",
+    "keep_checkpoint",
     "latest_checkpoint",
     "load_model_tensors",
     "model_tensors",
@@ -100,6 +103,21 @@ def commit_checkpoint(run_dir: Path, step: int, keep: int = 1) -> None:
         shutil.rmtree(old, ignore_errors=True)
     for stale in run_dir.glob(".ckpt-*.tmp"):
         shutil.rmtree(stale, ignore_errors=True)
+
+
+def keep_checkpoint(run_dir: Path, step: int, minutes: float) -> Path:
+    """Copy the committed checkpoint of ``step`` to ``RUN/kept/minute-MMM`` (whole minutes,
+    or ``minute-0.5`` below one): rotation never removes it. Written under a temporary name
+    and renamed, as checkpoints are."""
+    label = f"{minutes:03.0f}" if float(minutes).is_integer() else f"{minutes:g}"
+    final = run_dir / "kept" / f"minute-{label}"
+    tmp = run_dir / "kept" / f".minute-{label}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(run_dir / checkpoint_name(step), tmp)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    return final
 
 
 def check_stream_layout(state: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from nslm.batches.streams import make_streams
-from nslm.config import TrainConfig, config_from_json, total_threads
+from nslm.config import TrainConfig, class_rules_of, config_from_json, total_threads
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
@@ -25,11 +25,11 @@ from nslm.training.embeddings import INIT_VECTORS_FILE, describe, prepare_embedd
 from nslm.training.memory import keep_freed_memory
 from nslm.training.metrics import MetricsLog
 from nslm.training.optim import build_optimizer, clip_grad_norm, scheduled_lr
-from nslm.training.progress import Progress
+from nslm.training.progress import Progress, stop_reason
+from nslm.training.results import describe_validation, split_results, training_device
 
 
 def load_corpus(cfg: TrainConfig):
-    from nslm.config import class_rules_of
     from nslm.data import prepare_corpus
 
     return prepare_corpus(cfg.corpus, cfg.classes, class_rules=class_rules_of(cfg))
@@ -53,7 +53,9 @@ class Trainer:
         if threads > 0:
             torch.set_num_threads(threads)
         keep_freed_memory()  # large per-step tensors reuse memory instead of faulting it in
+        self.device = training_device(cfg)
         self.corpus = load_corpus(cfg)
+        self.byte_lm = self.corpus.vocab.is_bytes  # reports bits per byte and accuracy
         self.layout = None
         if "hnlm" in cfg.heads:
             shared = cfg.hnlm_top == "shared"
@@ -62,6 +64,7 @@ class Trainer:
         self.model = LanguageModel(cfg, len(self.corpus.vocab), self.layout)
         # Grounding (Table 6) and pretrained vectors (Table 5), before DDP copies the weights.
         self.vectors = prepare_embeddings(cfg, self.model, self.corpus, fresh=not resume)
+        self.model.to(self.device)
         if cfg.compile:
             self.model.backbone = torch.compile(self.model.backbone)
         self.ddp = dd.wrap_model(self.model)
@@ -71,7 +74,7 @@ class Trainer:
         if cfg.batch_size % self.world:
             raise NslmError(f"batch_size {cfg.batch_size} is not divisible by {self.world} ranks")
         all_streams = make_streams(
-            train.token_ids[:n], train.class_ids[:n].astype(np.int64),
+            train.token_ids[:n], train.class_ids[:n],
             train.article_ids[:n], cfg.batch_size,
         )  # fmt: skip
         per_rank = cfg.batch_size // self.world
@@ -81,7 +84,7 @@ class Trainer:
             "epoch": 0, "batch": 0, "step": 0, "lr": cfg.lr, "best": math.inf,
             "best_epoch": -1, "bad_epochs": 0, "elapsed": 0.0, "done": False,
             "world": self.world, "tokens": 0, "step_seconds": 0.0,
-            "streams_per_rank": per_rank,
+            "streams_per_rank": per_rank, "kept_minutes": [],
         }  # fmt: skip
         self.hidden: Any = None
         if resume:
@@ -118,7 +121,7 @@ class Trainer:
         own: dict[str, torch.Tensor] = {"rng": torch.get_rng_state()}
         if self.hidden is not None:
             for i, t in enumerate(self.hidden):
-                own[f"hidden.{i}"] = t
+                own[f"hidden.{i}"] = t.cpu()
         ck.save_tensors_atomic(tmp / f"rank{self.rank}.safetensors", own)
         if self.rank == 0:
             ck.save_tensors_atomic(tmp / "model.safetensors", ck.model_tensors(self.model))
@@ -157,14 +160,17 @@ class Trainer:
         own = load_file(str(path / f"rank{self.rank}.safetensors"))
         torch.set_rng_state(own["rng"])
         hidden = [own[k] for k in sorted(own) if k.startswith("hidden.")]
-        self.hidden = tuple(hidden) if hidden else None
+        self.hidden = tuple(h.to(self.device) for h in hidden) if hidden else None
 
     # -- evaluation ------------------------------------------------------------------------
 
     def _scorer(self) -> Scorer:
         """The one scoring pass over the heads (no micro-models yet), as evaluation runs it."""
         cfg = self.cfg
-        return Scorer(self.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt, bf16=cfg.bf16)
+        return Scorer(
+            self.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt, bf16=cfg.bf16,
+            accuracy=self.byte_lm,
+        )  # fmt: skip
 
     def validate(self) -> dict[str, float]:
         """Validation perplexity per head, computed on rank 0 and shared with all ranks."""
@@ -184,9 +190,10 @@ class Trainer:
     # -- training --------------------------------------------------------------------------
 
     def _step(self, batch: tuple[np.ndarray, ...]) -> torch.Tensor:
-        x, y, c, pos = (torch.from_numpy(a) for a in batch)
+        # ids may be stored narrow (uint8 bytes); the model takes int64 on its device
+        x, y, c, pos = (torch.from_numpy(a).to(self.device).long() for a in batch)
         mask = pos >= 0
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.cfg.bf16):
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cfg.bf16):
             loss, stats, hidden = self.ddp(x, y, c, mask, self.hidden)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -224,10 +231,10 @@ class Trainer:
         record["elapsed"] = st["elapsed"]
         self.metrics.write(record)
         if self.rank == 0:
-            shown = ", ".join(f"{h} {v:.2f}" for h, v in ppl.items())
+            shown = describe_validation(ppl, self.byte_lm)
             # The lr the last step used (the schedule's, not the base of a cosine schedule).
             epoch = f"epoch {st['epoch']}" + (" (partial)" if partial else "")
-            print(f"{epoch}: valid ppl {shown}; lr {self.lr_now:.3g}", file=sys.stderr)
+            print(f"{epoch}: {shown}; lr {self.lr_now:.3g}", file=sys.stderr)
         return st["bad_epochs"] > cfg.patience
 
     def run(self) -> dict[str, Any]:
@@ -249,7 +256,8 @@ class Trainer:
                     st["done"] = early
                 else:
                     if self.rank == 0:
-                        print(self._stop_reason(out_of_steps), file=sys.stderr, flush=True)
+                        reason = stop_reason(cfg, st, self.n_batches, out_of_steps)
+                        print(reason, file=sys.stderr, flush=True)
                     self._end_epoch(partial=True)
                     st["done"] = True
                 self._save()
@@ -282,19 +290,20 @@ class Trainer:
                 return out_of_steps
             if cfg.checkpoint_every and st["step"] % cfg.checkpoint_every == 0:
                 self._save()
+            self._keep_at_marks()
         return None
 
-    def _stop_reason(self, out_of_steps: bool) -> str:
-        """Why training ended before its epochs did, and where (the bar stops short)."""
-        cfg, st = self.cfg, self.state
-        where = (
-            f"at epoch {st['epoch']} (partial: batch {st['batch']:,} of {self.n_batches:,}), "
-            f"step {st['step']:,}"
-        )
-        if out_of_steps:
-            return f"stopped by max_steps ({cfg.max_steps:,}) {where}"
-        budget = f"{cfg.max_minutes:.1f}" if cfg.max_minutes >= 0.1 else f"{cfg.max_minutes:g}"
-        return f"stopped by the time budget ({budget} min) {where}"
+    def _keep_at_marks(self) -> None:
+        """Checkpoint and keep (RUN/kept/) when training time passes a mark not yet kept."""
+        st = self.state
+        due = [m for m in self.cfg.keep_checkpoints_at_minutes if m not in st["kept_minutes"]]
+        # the same decision on every rank: rank 0's clock decides
+        if not due or not dd.broadcast_floats([float(st["elapsed"] >= due[0] * 60)])[0]:
+            return
+        st["kept_minutes"].append(due[0])
+        self._save()
+        if self.rank == 0:
+            ck.keep_checkpoint(self.run_dir, st["step"], due[0])
 
     def finish(self) -> dict[str, Any]:
         """Score valid and test with the best weights; write results.json (rank 0)."""
@@ -310,9 +319,8 @@ class Trainer:
             with dd.borrowed_threads():
                 for split in ("valid", "test"):
                     limit = cfg.valid_tokens if split == "valid" else cfg.test_tokens
-                    scores = self._scorer().score(head_of(self.corpus.splits[split], limit))
-                    for h in cfg.heads:
-                        results[f"{split}_ppl_{h}"] = scores.perplexity(h)
+                    part = head_of(self.corpus.splits[split], limit)
+                    results.update(split_results(self._scorer(), part, cfg.heads, split))
             results["train_minutes"] = st["elapsed"] / 60
             results["train_tokens"] = st["tokens"]
             # Throughput of the optimisation steps alone (validation excluded).

@@ -42,7 +42,7 @@ class MetricsLog:
 
     def add(self, stats: torch.Tensor, tokens: int) -> None:
         """One step's per-head (sum NLL, count) and its real target tokens (all ranks)."""
-        self.sums += stats.double()
+        self.sums += stats.detach().double().cpu()
         self.tokens_last += tokens
 
     def report(self, step: int, epoch: int, lr: float, progress: Progress, every: int) -> None:

@@ -125,16 +125,21 @@ def clip_grad_norm(params: list[nn.Parameter], max_norm: float) -> Tensor:
 
 
 def scheduled_lr(cfg: TrainConfig, base: float, step: int, total: int, elapsed: float) -> float:
-    """The lr for ``step``: linear warm-up, then constant, plateau-held or cosine.
+    """The lr for ``step``: linear warm-up, then constant, plateau-held, cosine or linear.
 
-    With a wall-time budget (``max_minutes``) the cosine follows the budget, so the rate
-    reaches zero when time runs out, whichever comes first of time and steps.
+    With a wall-time budget (``max_minutes``) the cosine and the linear decay follow the
+    budget, so the rate reaches zero when time runs out, whichever comes first of time and
+    steps. Linear: base · (1 − progress), the byte LM's "linearly decay the initial learning
+    rate to zero throughout the iterations" (docs/byte-lm.md).
     """
     if cfg.warmup_steps and step < cfg.warmup_steps:
         return base * (step + 1) / cfg.warmup_steps
-    if cfg.lr_schedule != "cosine":
+    if cfg.lr_schedule not in ("cosine", "linear"):
         return base
     progress = step / max(total, 1)
     if cfg.max_minutes > 0:
         progress = max(progress, elapsed / (cfg.max_minutes * 60))
-    return 0.5 * base * (1 + math.cos(math.pi * min(progress, 1.0)))
+    progress = min(progress, 1.0)
+    if cfg.lr_schedule == "linear":
+        return base * (1.0 - progress)
+    return 0.5 * base * (1 + math.cos(math.pi * progress))

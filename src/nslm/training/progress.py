@@ -1,12 +1,16 @@
-"""A progress bar (rich) showing steps, tokens/s and loss; plain log lines when not a TTY."""
+"""A progress bar (rich) showing steps, tokens/s and loss; plain log lines when not a TTY;
+and the line that says why training stopped early."""
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
+
+from nslm.config import TrainConfig
 
 
 class Progress:
@@ -59,3 +63,15 @@ class Progress:
                 file=sys.stderr,
                 flush=True,
             )
+
+
+def stop_reason(cfg: TrainConfig, st: dict[str, Any], n_batches: int, out_of_steps: bool) -> str:
+    """Why training ended before its epochs did, and where (the bar stops short)."""
+    where = (
+        f"at epoch {st['epoch']} (partial: batch {st['batch']:,} of {n_batches:,}), "
+        f"step {st['step']:,}"
+    )
+    if out_of_steps:
+        return f"stopped by max_steps ({cfg.max_steps:,}) {where}"
+    budget = f"{cfg.max_minutes:.1f}" if cfg.max_minutes >= 0.1 else f"{cfg.max_minutes:g}"
+    return f"stopped by the time budget ({budget} min) {where}"
