@@ -35,6 +35,12 @@ NSLM = "nslm"
 @click.option(
     "--show-classes", is_flag=True, help="NSLM: print each generated class token as token/<class>."
 )
+@click.option("--neuron", type=click.IntRange(min=0), default=None,
+              help="Byte LM: colour each byte by this neuron's tanh(cell state) (+1 red, "
+              "−1 blue) in the terminal.")  # fmt: skip
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Byte LM, with --neuron: also write the coloured text "
+              "as an HTML page.")  # fmt: skip
 def generate_command(
     run: Path,
     prompt: str,
@@ -45,6 +51,8 @@ def generate_command(
     seed: int | None,
     head: str | None,
     show_classes: bool,
+    neuron: int | None = None,
+    html_out: Path | None = None,
     model_kind: str = "auto",
 ) -> None:
     """Continue PROMPT with the LM in RUN: a training run directory (`nslm train`), an
@@ -53,9 +61,17 @@ def generate_command(
     Through the NSLM (RUN/micro.json, from 'nslm micro fit RUN'), class tokens (years,
     places, …) come from the micro-models, so a generated year follows the previous one.
     A sentence end (</s>, <eos>) is printed as a line break.
+
+    A byte LM (docs/byte-lm.md) continues PROMPT byte by byte (--max-tokens counts bytes);
+    --neuron colours the text by one neuron's cell state, --html writes it as a page too.
     """
     config = SamplingConfig(temperature=temperature, top_k=top_k or None, top_p=top_p)
     sampler = Sampler(config, seed=seed)
+    if _is_byte_run(run):
+        _generate_bytes(run, prompt, max_tokens, sampler, neuron, html_out)
+        return
+    if neuron is not None or html_out is not None:
+        raise NslmError("--neuron and --html need a byte-LM run (see docs/byte-lm.md)")
     tokens = ["</s>" if t == "<eos>" else t for t in prompt.split()]
     if _is_ngram(run):
         if head == NSLM or show_classes or model_kind == NSLM:
@@ -133,6 +149,51 @@ def _generate_nslm(
         token = "</s>" if itos[g.token_id] == EOS else itos[g.token_id]
         out.append(f"{token}/<{names[g.cls]}>" if show_classes and g.cls else token)
     return out
+
+
+def _is_byte_run(run: Path) -> bool:
+    from nslm.config import config_from_json
+    from nslm.data.bytes import is_byte_corpus
+
+    saved = run / "config.json"
+    if not saved.is_file():
+        return False
+    return is_byte_corpus(config_from_json(saved.read_text(encoding="utf-8")).corpus)
+
+
+def _generate_bytes(
+    run: Path,
+    prompt: str,
+    max_bytes: int,
+    sampler: Sampler,
+    neuron: int | None,
+    html_out: Path | None,
+) -> None:
+    """Print PROMPT and its byte-by-byte continuation, coloured by --neuron if given."""
+    import sys
+
+    from nslm.atomic import write_bytes_atomic
+    from nslm.generation.bytes import generate_bytes, text_cells
+    from nslm.generation.colour import ansi, html_page, neuron_values
+    from nslm.runs.load import load_run
+
+    if html_out is not None and neuron is None:
+        raise NslmError("--html colours the text by a neuron: give --neuron too")
+    loaded = load_run(run)
+    prime = prompt.encode("utf-8")
+    generated = generate_bytes(loaded, prime, max_bytes, sampler)
+    text = prime + generated
+    if neuron is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text + b"\n")
+        sys.stdout.buffer.flush()
+        return
+    values = neuron_values(text_cells(loaded, prime, generated), neuron)
+    click.echo(ansi(text, values), color=True)  # asked for: keep the colours in a pipe too
+    if html_out is not None:
+        title = f"{run.name}: neuron {neuron}"
+        write_bytes_atomic(html_out, html_page(text, values, title=title).encode("utf-8"))
+        click.echo(f"wrote {html_out}", err=True)
 
 
 def _is_ngram(run: Path) -> bool:

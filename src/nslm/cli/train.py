@@ -133,12 +133,18 @@ def _resume_launch(resume_dir: Path) -> bool:
     default=None,
     help="Initialise the input embeddings from a GloVe/word2vec text file (paper Table 5).",
 )
+@click.option(
+    "--device",
+    default=None,
+    help="Train on this device: cpu, cuda, cuda:1 … (the config key 'device') [cpu].",
+)
 def train_command(
     config: Path | None,
     overrides: tuple[str, ...],
     run_dir: Path | None,
     resume_dir: Path | None,
     init_vectors: Path | None = None,
+    device: str | None = None,
 ) -> None:
     """Train an LSTM backbone with NNLM and HNLM heads; resumable, torchrun-ready.
 
@@ -148,10 +154,13 @@ def train_command(
     _ensure_passive_openmp()
     from nslm.training.loop import train
 
+    if device is not None:
+        overrides = (*overrides, f"device={device!r}")
     if resume_dir is not None:
         if config is not None or overrides or init_vectors is not None:
             raise NslmError(
-                "--resume takes the run's own config; drop CONFIG, --set and --init-vectors"
+                "--resume takes the run's own config; drop CONFIG, --set, --device and "
+                "--init-vectors"
             )
         check_run(resume_dir)
         cfg, target = None, resume_dir
