@@ -227,3 +227,21 @@ def test_bad_input_is_one_line(tiny_byte_run: Path, tiny_nslm_run: Path, tmp_pat
     with pytest.raises(NslmError, match=r"expected test\.txt"):
         (empty / "test.txt").unlink()
         prepare_corpus(f"bytes:{empty}")
+
+
+def test_eval_reports_bits_per_byte_of_any_bytes(tiny_byte_run: Path, tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "eval.json"
+    result = run_cli("eval", str(tiny_byte_run), "--split", "test", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "bits per byte" in result.stdout
+    trained = json.loads((tiny_byte_run / "results.json").read_text())
+    assert json.loads(out.read_text())["test"]["bits_per_byte"] == pytest.approx(
+        trained["test_bpb"], abs=1e-6
+    )
+    text = tmp_path / "latin1.txt"
+    text.write_bytes("un film très réussi\n".encode("latin-1"))  # not UTF-8
+    result = run_cli("eval", str(tiny_byte_run), "--text", str(text), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert 0 < json.loads(out.read_text())["text"]["bits_per_byte"] < 16

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from nslm.cli.eval_extras import PaperExtras, paper_options
-from nslm.cli.options import list_option, model_option, out_option, run_argument, use_nslm
+from nslm.cli.options import (
+    is_byte_run,
+    list_option,
+    model_option,
+    out_option,
+    run_argument,
+    use_nslm,
+)
 from nslm.errors import NslmError
 
 if TYPE_CHECKING:
@@ -152,6 +159,8 @@ def _outside_splits(
     """For --text / --corpus: the splits to score by name, their names, and the saved λ."""
     if text_file is None and corpus_dir is None:
         return None, tuple(splits), None
+    if is_byte_run(run):
+        return _outside_byte_splits(text_file, corpus_dir, splits)
     from nslm.data.fixed_vocab import prepare_corpus_dir, prepare_text_file
     from nslm.runs.assets import read_run_assets, saved_lambdas
 
@@ -178,6 +187,22 @@ def _outside_splits(
     return {"text": text.split}, ("text",), lambdas
 
 
+def _outside_byte_splits(
+    text_file: Path | None, corpus_dir: str | None, splits: Sequence[str]
+) -> tuple[dict[str, Split], tuple[str, ...], None]:
+    """A byte LM reads any file as its bytes (UTF-8 or not), one article per line."""
+    from nslm.data.bytes import DIR_PREFIX, byte_split, prepare_byte_corpus
+    from nslm.data.textfile import read_bytes
+
+    if corpus_dir is not None:
+        prepared = prepare_byte_corpus(f"{DIR_PREFIX}{corpus_dir}")
+        return {name: prepared.splits[name] for name in splits}, tuple(splits), None
+    lines = read_bytes(text_file).split(b"\n")  # type: ignore[arg-type]
+    if lines[-1] == b"":
+        lines.pop()
+    return {"text": byte_split("text", lines)}, ("text",), None
+
+
 def _eval_heads(
     run: Path,
     splits: Sequence[str],
@@ -188,6 +213,7 @@ def _eval_heads(
 ) -> None:
     """Global perplexity of each neural head (and an n-gram's); RUN/eval.json."""
     from nslm.atomic import write_json_atomic
+    from nslm.perplexity import accuracy, bits_per_token
     from nslm.runs.load import load_run
     from nslm.scores.passes import head_of
 
@@ -204,11 +230,18 @@ def _eval_heads(
         part = head_of(given if given is not None else loaded.corpus.splits[split], max_tokens)
         scores = scorer.score(part, tuple(loaded.cfg.heads))
         out[split] = {f"ppl_{h}": scores.perplexity(h) for h in loaded.cfg.heads}
+        if scores.correct is not None:  # a byte LM: bits per byte and next-byte accuracy
+            out[split]["bits_per_byte"] = bits_per_token(scores.nnlm)
+            out[split]["accuracy"] = accuracy(scores.correct)
         if ngram is not None:  # beside the heads, on the same positions
             out[split][f"ppl_{ngram_order}-gram"] = ngram_global(ngram, part)
     path = out_path if out_path is not None else run / "eval.json"
     write_json_atomic(path, out)
     for split, row in out.items():
+        if "bits_per_byte" in row:
+            click.echo(f"{split}: {row['bits_per_byte']:.3f} bits per byte (lower is better), "
+                       f"next-byte accuracy {row['accuracy']:.3f}")  # fmt: skip
+            continue
         shown = "  ".join(f"{k.removeprefix('ppl_').upper()} {v:.2f}" for k, v in row.items())
         click.echo(f"{split}: global perplexity (lower is better)  {shown}")
     click.echo(f"wrote {path}")

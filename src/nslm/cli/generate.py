@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from nslm.cli.options import check_run, model_option, use_nslm
+from nslm.cli.options import check_run, is_byte_run, model_option, use_nslm
 from nslm.errors import NslmError
 from nslm.generation.ngram import generate_ngram
 from nslm.generation.sampling import Sampler, SamplingConfig
@@ -67,7 +67,7 @@ def generate_command(
     """
     config = SamplingConfig(temperature=temperature, top_k=top_k or None, top_p=top_p)
     sampler = Sampler(config, seed=seed)
-    if _is_byte_run(run):
+    if is_byte_run(run):
         _generate_bytes(run, prompt, max_tokens, sampler, neuron, html_out)
         return
     if neuron is not None or html_out is not None:
@@ -149,16 +149,6 @@ def _generate_nslm(
         token = "</s>" if itos[g.token_id] == EOS else itos[g.token_id]
         out.append(f"{token}/<{names[g.cls]}>" if show_classes and g.cls else token)
     return out
-
-
-def _is_byte_run(run: Path) -> bool:
-    from nslm.config import config_from_json
-    from nslm.data.bytes import is_byte_corpus
-
-    saved = run / "config.json"
-    if not saved.is_file():
-        return False
-    return is_byte_corpus(config_from_json(saved.read_text(encoding="utf-8")).corpus)
 
 
 def _generate_bytes(

@@ -207,3 +207,14 @@ class RunDir(click.ParamType):
 
 def run_argument(required: bool = True):
     return click.argument("run", type=RunDir(), required=required)
+
+
+def is_byte_run(run: Path) -> bool:
+    """Whether RUN is a training run of a byte LM (its config names a byte corpus)."""
+    from nslm.config import config_from_json
+    from nslm.data.bytes import is_byte_corpus
+
+    saved = Path(run) / "config.json"
+    if not saved.is_file():
+        return False
+    return is_byte_corpus(config_from_json(saved.read_text(encoding="utf-8")).corpus)

@@ -37,6 +37,7 @@ class LoadedRun:
             batch_size=self.cfg.eval_batch_size,
             bptt=self.cfg.bptt,
             keep_features=keep_features,
+            accuracy=bool(self.corpus.vocab.is_bytes),  # a byte LM reports byte accuracy
         )
 
 

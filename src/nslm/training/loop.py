@@ -283,6 +283,7 @@ class Trainer:
             st["tokens"] += n_tokens
             self.metrics.add(stats, n_tokens)
             self.metrics.report(st["step"], st["epoch"], self.lr_now, progress, cfg.log_every)
+            self._keep_at_marks()  # before the budget check: the last mark is the budget's end
             out_of_steps = bool(cfg.max_steps) and st["step"] >= cfg.max_steps
             out_of_time = cfg.max_minutes > 0 and st["elapsed"] >= cfg.max_minutes * 60
             # Every rank must take the same decision; time differs between ranks.
@@ -290,7 +291,6 @@ class Trainer:
                 return out_of_steps
             if cfg.checkpoint_every and st["step"] % cfg.checkpoint_every == 0:
                 self._save()
-            self._keep_at_marks()
         return None
 
     def _keep_at_marks(self) -> None:
