@@ -245,3 +245,43 @@ def test_eval_reports_bits_per_byte_of_any_bytes(tiny_byte_run: Path, tmp_path: 
     result = run_cli("eval", str(tiny_byte_run), "--text", str(text), "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert 0 < json.loads(out.read_text())["text"]["bits_per_byte"] < 16
+
+
+def test_resume_continues_a_byte_run_exactly(tmp_path: Path, monkeypatch) -> None:
+    """Interrupted after step 25 (checkpoint at 20), resumed: the weights equal an
+    uninterrupted run's, so the carried state and the narrow byte ids are restored."""
+    from safetensors.torch import load_file
+
+    from nslm.training.loop import train
+
+    cfg = tiny_byte_config(make_byte_corpus(tmp_path / "c"), max_steps=30, checkpoint_every=10)
+    train(cfg, tmp_path / "whole")
+    real_step = Trainer._step
+
+    def interrupted(self, batch):
+        if self.state["step"] == 25:
+            raise KeyboardInterrupt
+        return real_step(self, batch)
+
+    monkeypatch.setattr(Trainer, "_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, tmp_path / "cut")
+    monkeypatch.setattr(Trainer, "_step", real_step)
+    train(cfg, tmp_path / "cut", resume=True)
+    whole = load_file(str(tmp_path / "whole" / "model.safetensors"))
+    resumed = load_file(str(tmp_path / "cut" / "model.safetensors"))
+    for name, tensor in whole.items():
+        torch.testing.assert_close(resumed[name], tensor, atol=0, rtol=0)
+
+
+def test_the_linear_schedule_decays_to_zero_over_steps_or_time(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from nslm.training.optim import scheduled_lr
+
+    cfg = tiny_byte_config(tmp_path, lr=4e-3)  # never trained: the corpus need not exist
+    assert scheduled_lr(cfg, 4e-3, 0, 100, 0.0) == pytest.approx(4e-3)
+    assert scheduled_lr(cfg, 4e-3, 50, 100, 0.0) == pytest.approx(2e-3)
+    assert scheduled_lr(cfg, 4e-3, 100, 100, 0.0) == 0.0
+    timed = replace(cfg, max_minutes=10.0)  # the time budget decides when it runs out first
+    assert scheduled_lr(timed, 4e-3, 10, 10**6, 450.0) == pytest.approx(1e-3)

@@ -181,9 +181,12 @@ def test_increment_config_is_pointed_to_its_command(capsys) -> None:
     assert f"nslm experiment increment --config {config}" in one_error_line(capsys)
 
 
-def test_the_demo_ends_with_next_commands_on_its_run() -> None:
+def test_the_demo_ends_with_next_commands_on_its_run(monkeypatch) -> None:
+    monkeypatch.setenv("NSLM_DATA_DIR", "/data/here")
     text = next_steps(Path("runs/my demo"))
-    commands = [line.split("#")[0].strip() for line in text.splitlines()[1:]]
+    assert ". .venv/bin/activate" in text and "export NSLM_DATA_DIR=/data/here" in text
+    lines = [line for line in text.splitlines() if line.startswith("  nslm ")]
+    commands = [line.split("#")[0].strip() for line in lines]
     assert len(commands) == 4
     assert all("'runs/my demo'" in c for c in commands)
     assert [c.split()[1] for c in commands] == ["predict", "generate", "eval", "micro"]

@@ -7,6 +7,7 @@ a second call reuses the trained run and the fitted micro-models.
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from pathlib import Path
@@ -122,7 +123,7 @@ def demo_command(config: Path | None, run_dir: Path, prompt: str | None, fresh: 
     results = eval_tables(run_dir, ("test",))
 
     stage(f"predict {prompt!r}")
-    lam = results["test"]["tables"].get("numbers", {}).get("lambda", 0.0)
+    lam = results["test"]["lambda_global"]  # as 'nslm predict' uses it: a whole distribution
     click.echo(render(predict(loaded, load_run_micro(loaded), prompt, k=10, lam=lam)))
     click.secho(f"demo done in {stage.done() / 60:.1f} min; run dir {run_dir}", err=True)
     click.echo(next_steps(run_dir), err=True)
@@ -139,4 +140,10 @@ def next_steps(run_dir: Path) -> str:
     ]
     width = max(len(c) for c, _ in commands)
     lines = [f"  {c:<{width}}  # {why}" for c, why in commands]
-    return "next, try:\n" + "\n".join(lines)
+    setup = ["(in your shell: . .venv/bin/activate; predict and generate need only the run"]
+    data = os.environ.get("NSLM_DATA_DIR")
+    if data:  # eval and micro plot read the corpus, which make found through this variable
+        setup.append(f" dir, eval and micro plot the corpus: export NSLM_DATA_DIR={data})")
+    else:
+        setup.append(" dir)")
+    return "next, try:\n" + "\n".join(lines) + "\n" + "".join(setup)

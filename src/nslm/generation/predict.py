@@ -174,8 +174,8 @@ def render(result: dict[str, Any]) -> str:
     if result.get("oov"):
         lines.append(f"not in the vocabulary, read as <unk>: {', '.join(result['oov'])}")
     lam = result["lambda"]
-    mix = "the NSLM of Eq. 4 alone" if lam == 0 else f"{lam:.2f}·NNLM + {1 - lam:.2f}·NSLM"
-    lines += ["", f"{'NNLM':<22}  NSLM: {mix}"]
+    mix = "Eq. 4 alone" if lam == 0 else f"{lam:.2f}·NNLM + {1 - lam:.2f}·Eq. 4 (Global λ)"
+    lines += ["", f"{'NNLM':<22}  NSLM = {mix}"]
     for i, item in enumerate(result["nslm"]):
         left = result["nnlm"][i] if i < len(result["nnlm"]) else None
         ltxt = f"{left['token'][:14]:<14} {left['p']:.4f}" if left else ""

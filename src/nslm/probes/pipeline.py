@@ -20,7 +20,7 @@ from nslm.atomic import write_json_atomic
 from nslm.data.labelled import SPACE, read_ewt
 from nslm.probes import plots
 from nslm.probes.estimators import save_probe
-from nslm.probes.pos import POS_C, ByteData, byte_dataset, probe_pos, take_bytes
+from nslm.probes.pos import POS_C, TOP_KS, ByteData, byte_dataset, probe_pos, take_bytes
 from nslm.probes.sentiment import extract_features, imdb_splits, probe_sentiment, sst2_splits
 
 Log = Callable[[str], None]
@@ -94,7 +94,7 @@ def regroup(data: ByteData, grouped_tags: np.ndarray) -> ByteData:
 
 def pos(loaded, out: Path | None, *, train_bytes: int | None = 30_000, n_test: int | None = None,
         groupings: Sequence[str] = ("grouped", "ungrouped"), C: float = POS_C,
-        batch_size: int = 128, figures: bool = True, plot_tags: Sequence[str] = PLOT_TAGS,
+        ks: Sequence[int] = TOP_KS, batch_size: int = 128, figures: bool = True, plot_tags: Sequence[str] = PLOT_TAGS,
         data_dir: Path | str | None = None, log: Log = _quiet) -> dict:  # fmt: skip
     """The POS probes, grouped and/or ungrouped tags, on one extraction; returns
     ``{grouping: summary}``."""
@@ -110,7 +110,7 @@ def pos(loaded, out: Path | None, *, train_bytes: int | None = 30_000, n_test: i
             te = regroup(test, np.asarray([group_tag(t) for t in test.tags]))
         else:
             tr, te = train, test
-        result = probe_pos(tr, te, C=C, log=lambda m, g=grouping: log(f"{g}: {m}"))
+        result = probe_pos(tr, te, C=C, ks=ks, log=lambda m, g=grouping: log(f"{g}: {m}"))
         summaries[grouping] = {"grouping": grouping, **result.summary}
         if out is None:
             continue
