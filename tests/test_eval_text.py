@@ -202,3 +202,43 @@ def test_a_wikitext_test_slice_as_a_text_file_is_the_test_split(
     unk_positions = int((got.split.token_ids == wt2_all.vocab.unk_id).sum())
     assert got.oov_tokens == unk_positions - literal_unk > 0
     assert got.oov_class_tokens == int(want.oov_class_mask[:n].sum()) > 0
+
+
+def test_eval_cli_scores_a_text_file_and_another_corpus(
+    tiny_nslm_copy: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``nslm eval RUN --text FILE``: per-class tables of any text with the run's vocabulary
+    and rules, OOV tokens counted; λ from the run's last eval. ``--corpus DIR``: another
+    train/valid/test directory, λ tuned on its valid."""
+    from nslm.cli import main
+    from nslm.data.textfile import read_text
+
+    run = tiny_nslm_copy
+    assert main(["eval", str(run), "--split", "test", "--max-tokens", "3000"]) == 0
+    saved = json.loads((run / "tables_test.json").read_text())
+    lines = read_text(data_dir / "wikitext-2" / "test.txt").splitlines()[:200]
+    text = tmp_path / "slice.txt"
+    text.write_text("\n".join([*lines, " Zyxwvut 1066 was a year . "]) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["eval", str(run), "--text", str(text)]) == 0
+    out, err = capsys.readouterr()
+    assert "Table 2" in out and "outside the vocabulary" in err and "Zyxwvut" not in out
+    got = json.loads((run / "tables_text.json").read_text())
+    assert got["split"] == "text" and got["lambda_global"] == saved["lambda_global"]
+    numbers = got["tables"]["numbers"]
+    assert numbers["lambda"] == saved["tables"]["numbers"]["lambda"]
+    assert numbers["rows"]["Global"]["NSLM"] > 1 and numbers["tokens"]["year"] > 0
+    # another corpus directory with the same files: λ tuned on its own valid
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("train", "valid", "test"):
+        (other / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out_json = tmp_path / "other.json"
+    assert (
+        main(["eval", str(run), "--corpus", str(other), "--split", "test", "-o", str(out_json)])
+        == 0
+    )
+    other_tables = json.loads(out_json.read_text())
+    assert other_tables["tables"]["numbers"]["rows"]["Global"]["NNLM"] > 1
+    # both at once is a one-line error
+    assert main(["eval", str(run), "--text", str(text), "--corpus", str(other)]) == 2

@@ -169,7 +169,3 @@ def _fetch_verified(file: SplitFile, final: Path, spec: CorpusSpec) -> None:
         ) from None
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def sha256_of_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()

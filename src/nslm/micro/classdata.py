@@ -146,7 +146,7 @@ def vocabulary_fingerprint(corpus: PreparedCorpus) -> str:
 
 
 def builtin_class(corpus: PreparedCorpus, name: str) -> ClassData:
-    """A class tagged by the corpus's rules (SPEC §2): ``year``, ``city``, …"""
+    """A class tagged by the corpus's rules (docs/data.md): ``year``, ``city``, …"""
     cid = corpus.class_id(name)
     name = corpus.class_names[cid]
     # A class tagged at preparation that is neither a number nor a place (a user class of

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nslm.config import TrainConfig, config_from_json
+from nslm.data.corpus import PreparedCorpus
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
@@ -25,7 +26,7 @@ class LoadedRun:
 
     cfg: TrainConfig
     model: LanguageModel
-    corpus: object  # PreparedCorpus; a nslm.runs.assets.RunCorpus unless load_run got one
+    corpus: PreparedCorpus  # a nslm.runs.assets.RunCorpus unless load_run was given one
     run_dir: Path
     classes: ClassFactor | None = None  # the HNLM's top level, or the single-task sum (Table 8)
 

@@ -37,10 +37,11 @@ from torch import Tensor
 
 from nslm.errors import NslmError
 from nslm.micro.model import MicroModel
+from nslm.models.lm import PARTS as MODEL_PARTS
 from nslm.models.lm import LanguageModel
 from nslm.scores.distribution import FullDistribution, full_distribution
 
-PARTS = ("nnlm", "hnlm", "top", "neural")
+PARTS = (*MODEL_PARTS, "neural")  # the model's own parts, and the uncovered-class score
 ALPHA = 0.1  # add-α for π(c | w): a (type, class) pair unseen in training keeps some mass
 ROWS_PER_CHUNK = 256  # rows of the (N, V) float64 probability matrix held at once (~70 MB)
 
