@@ -15,9 +15,14 @@ benchmarks/results/byte_lm.json (or ``--out``).
 
 from __future__ import annotations
 
+import os
+
+# Before torch loads: OpenMP threads that spin while waiting for a descheduled sibling slow
+# a shared CPU down many times (nslm's own commands set this too; cli/train.py).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
