@@ -156,15 +156,14 @@ def render_sentiment(s: dict) -> str:
     "-C",
     "C",
     type=click.FloatRange(min=0, min_open=True),
-    default=0.1,
-    show_default=True,
-    help="Inverse L1 strength of every tag's classifier.",
+    default=None,
+    help="Inverse L1 strength of every tag's classifier [0.03].",
 )
 @out_option("Folder for the summaries, probes and figures [RUN/probes/pos].", directory=True)
 @_batch
 @_no_figures
 @_json
-def pos_command(run: Path, train_bytes: int, n_test: int | None, grouping: str, C: float,
+def pos_command(run: Path, train_bytes: int, n_test: int | None, grouping: str, C: float | None,
                 out: Path | None, batch_size: int, no_figures: bool,
                 as_json: bool) -> None:  # fmt: skip
     """Part-of-speech probes: one-vs-rest L1 logistic regression per tag on the cell state
@@ -175,8 +174,10 @@ def pos_command(run: Path, train_bytes: int, n_test: int | None, grouping: str, 
     alone (tag vs rest).
     """
     from nslm.probes import pipeline
+    from nslm.probes.pos import POS_C
 
     groupings = ("grouped", "ungrouped") if grouping == "both" else (grouping,)
+    C = POS_C if C is None else C
     loaded = _load(run)
     out = out or run / "probes" / "pos"
     summaries = pipeline.pos(

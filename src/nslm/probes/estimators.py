@@ -25,7 +25,7 @@ from sklearn.linear_model import LogisticRegression
 from nslm.atomic import write_json_atomic
 from nslm.errors import NslmError
 
-C_GRID = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
 
 
 def _l1_logistic(C: float, max_iter: int) -> LogisticRegression:

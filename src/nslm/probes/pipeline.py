@@ -94,7 +94,8 @@ def regroup(data: ByteData, grouped_tags: np.ndarray) -> ByteData:
 
 def pos(loaded, out: Path | None, *, train_bytes: int | None = 30_000, n_test: int | None = None,
         groupings: Sequence[str] = ("grouped", "ungrouped"), C: float = POS_C,
-        ks: Sequence[int] = TOP_KS, batch_size: int = 128, figures: bool = True, plot_tags: Sequence[str] = PLOT_TAGS,
+        ks: Sequence[int] = TOP_KS, batch_size: int = 128, figures: bool = True,
+        plot_tags: Sequence[str] = PLOT_TAGS,
         data_dir: Path | str | None = None, log: Log = _quiet) -> dict:  # fmt: skip
     """The POS probes, grouped and/or ungrouped tags, on one extraction; returns
     ``{grouping: summary}``."""

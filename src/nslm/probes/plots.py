@@ -57,7 +57,9 @@ def label_histogram(values: np.ndarray, match: np.ndarray, path: Path | str, tit
     """The histogram of one neuron's values, split by a boolean label (``names``: False, True)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.6), dpi=120)
-    edges = np.histogram_bin_edges(values, bins=60)
+    # the central 99%: a few outliers must not squeeze the two distributions into one bar
+    lo, hi = np.quantile(values, [0.005, 0.995])
+    edges = np.linspace(lo, hi, 61) if hi > lo else np.histogram_bin_edges(values, bins=60)
     ax.hist(values[~match], bins=edges, alpha=0.6, color="tab:red", label=names[0], density=True)
     ax.hist(values[match], bins=edges, alpha=0.6, color="tab:blue", label=names[1], density=True)
     if threshold is not None:

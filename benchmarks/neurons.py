@@ -1,0 +1,181 @@
+"""Neuron probes of a byte-LM run (docs/probes.md): sentiment (SST-2, IMDB) and POS (UD EWT).
+
+    python benchmarks/neurons.py --run RUN [--imdb-last-bytes 256] [--pos-train-bytes 30000]
+
+Writes benchmarks/results/neurons.json (accuracies as fractions) and
+benchmarks/results/neurons_emergence.png; the probes, summaries and figures go to RUN/probes/.
+
+1. SST-2, whole: final cell, mean cell, mean hidden → L1 logistic regression (C on dev); the
+   feature best on dev is ``sst_all_acc``; its largest-|weight| neuron thresholded alone
+   (threshold fitted on train) is ``sst_one_neuron_acc``; TF-IDF + LR and majority beside.
+2. IMDB: 2,000 train and 500 dev reviews of the shuffled train file, the full 25,000-review
+   test file, each review cut to its last ``--imdb-last-bytes`` bytes (extraction time).
+3. POS: one-vs-rest L1 probes on the bytes of whole EWT train sentences (seeded order) up to
+   ``--pos-train-bytes``, scored on all of EWT test; grouped (the seed's groups) and raw XPOS.
+4. Emergence: the same probes, smaller (``--emergence-*``: SST-2 train subset, fewer POS
+   bytes, no baselines), on every checkpoint the run kept (RUN/kept/minute-*) and on the
+   final weights; valid bits/byte of each on the first ``--bpb-bytes`` of the run's valid split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from machine import machine_info, today
+from nslm.atomic import write_json_atomic
+from nslm.config import total_threads
+from nslm.perplexity import bits_per_token
+from nslm.probes import pipeline
+from nslm.probes.plots import emergence_plot
+from nslm.runs.load import kept_checkpoints, load_run, require_byte_lm
+from nslm.scores.passes import head_of, use_threads
+
+OUT = Path(__file__).parent / "results" / "neurons.json"
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def valid_bpb(loaded, n_bytes: int) -> float:
+    """Bits per byte of the run's valid split, its first ``n_bytes`` bytes."""
+    split = head_of(loaded.corpus.splits["valid"], n_bytes)
+    return float(bits_per_token(loaded.scorer().score(split).nnlm))
+
+
+def probe_point(loaded, args: argparse.Namespace) -> dict:
+    """The emergence probes of one set of weights."""
+    sst = pipeline.sentiment(loaded, None, n_train=args.emergence_sst_train, bow=False,
+                             batch_size=args.batch_size)  # fmt: skip
+    pos = pipeline.pos(loaded, None, train_bytes=args.emergence_pos_train_bytes,
+                       n_test=args.emergence_pos_test, groupings=("grouped",), ks=(),
+                       batch_size=args.batch_size)  # fmt: skip
+    return {
+        "valid_bpb": valid_bpb(loaded, args.bpb_bytes),
+        "sst_all_acc": sst["all_acc"],
+        "sst_one_neuron_acc": sst["one_neuron_acc"],
+        "pos_grouped_all_acc": pos["grouped"]["rows"]["all"]["acc"],
+    }
+
+
+def emergence(run: Path, args: argparse.Namespace) -> list[dict]:
+    points = []
+    marks = [(minutes, weights) for minutes, weights in kept_checkpoints(run).items()]
+    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    marks.append((results["train_minutes"], run / "model.safetensors"))
+    for minutes, weights in marks:
+        if weights.parent == run:  # the final (best) weights
+            trained = results["train_tokens"]
+        else:
+            trained = json.loads((weights.parent / "state.json").read_text())["tokens"]
+        log(f"emergence: {weights} ({minutes:g} minutes, {trained:,} bytes)")
+        point = {"minutes": round(minutes, 2), "bytes": int(trained)}
+        point.update(probe_point(load_run(run, weights=weights), args))
+        log(f"emergence: {point}")
+        points.append(point)
+    return points
+
+
+def table(points: list[dict]) -> str:
+    lines = ["| minutes | bytes | valid bits/byte | SST-2 all | SST-2 one neuron | POS grouped |",
+             "|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for p in points:
+        lines.append(f"| {p['minutes']:g} | {p['bytes']:,} | {p['valid_bpb']:.3f} | "
+                     f"{p['sst_all_acc']:.3f} | {p['sst_one_neuron_acc']:.3f} | "
+                     f"{p['pos_grouped_all_acc']:.3f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True, help="A byte-LM run directory.")
+    parser.add_argument("--imdb-last-bytes", type=int, default=pipeline.DEFAULT_IMDB_LAST_BYTES)
+    parser.add_argument("--imdb-train", type=int, default=2000)
+    parser.add_argument("--imdb-test", type=int, default=None, help="[all 25,000]")
+    parser.add_argument("--pos-train-bytes", type=int, default=30_000)
+    parser.add_argument("--emergence-sst-train", type=int, default=2000)
+    parser.add_argument("--emergence-pos-train-bytes", type=int, default=10_000)
+    parser.add_argument("--emergence-pos-test", type=int, default=500)
+    parser.add_argument("--bpb-bytes", type=int, default=100_000)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--no-emergence", action="store_true")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    loaded = load_run(args.run)
+    require_byte_lm(loaded, "benchmarks/neurons.py")
+    use_threads(total_threads(loaded.cfg))
+    probes = args.run / "probes"
+    log("SST-2")
+    sst = pipeline.sentiment(loaded, probes / "sentiment-sst2", batch_size=args.batch_size,
+                             log=log)  # fmt: skip
+    log(f"IMDB (last {args.imdb_last_bytes} bytes)")
+    imdb = pipeline.sentiment(loaded, probes / "sentiment-imdb", dataset="imdb",
+                              last_bytes=args.imdb_last_bytes, n_train=args.imdb_train,
+                              n_test=args.imdb_test, batch_size=args.batch_size,
+                              log=log)  # fmt: skip
+    log(f"POS ({args.pos_train_bytes:,} train bytes)")
+    pos = pipeline.pos(loaded, probes / "pos", train_bytes=args.pos_train_bytes,
+                       batch_size=args.batch_size, log=log)  # fmt: skip
+    grouped, ungrouped = pos["grouped"], pos["ungrouped"]
+    points = [] if args.no_emergence else emergence(args.run, args)
+    png = args.out.with_name(args.out.stem + "_emergence.png")
+    if points:
+        emergence_plot(points, png, f"probes over training: {args.run.name}")
+        print(table(points))
+    result = {
+        "sst_all_acc": sst["all_acc"],
+        "sst_best_pooling": sst["best_pooling"],
+        "sst_final_cell_acc": sst["poolings"]["final_cell"]["test_acc"],
+        "sst_mean_cell_acc": sst["poolings"]["mean_cell"]["test_acc"],
+        "sst_mean_hidden_acc": sst["poolings"]["mean_hidden"]["test_acc"],
+        "sst_one_neuron_acc": sst["one_neuron_acc"],
+        "sst_one_neuron_index": sst["one_neuron_index"],
+        "sst_nonzero_weights": sst["poolings"][sst["best_pooling"]]["n_nonzero"],
+        "sst_bow_acc": sst["bow"]["test_acc"],
+        "sst_majority_acc": sst["majority"]["test_acc"],
+        "imdb_all_acc": imdb["all_acc"],
+        "imdb_best_pooling": imdb["best_pooling"],
+        "imdb_final_cell_acc": imdb["poolings"]["final_cell"]["test_acc"],
+        "imdb_one_neuron_acc": imdb["one_neuron_acc"],
+        "imdb_bow_acc": imdb["bow"]["test_acc"],
+        "imdb_majority_acc": imdb["majority"]["test_acc"],
+        "imdb_sizes": imdb["sizes"],
+        "imdb_last_bytes": args.imdb_last_bytes,
+        "pos_grouped_all_acc": grouped["rows"]["all"]["acc"],
+        "pos_grouped_top1_acc": grouped["rows"]["1"]["acc"],
+        "pos_grouped_top2_acc": grouped["rows"]["2"]["acc"],
+        "pos_grouped_top3_acc": grouped["rows"]["3"]["acc"],
+        "pos_grouped_rows": grouped["rows"],
+        "pos_grouped_majority_acc": grouped["majority"]["test_acc"],
+        "pos_ungrouped_all_acc": ungrouped["rows"]["all"]["acc"],
+        "pos_ungrouped_rows": ungrouped["rows"],
+        "space_top3_acc": grouped["space_top3_acc"],
+        "pos_train_bytes": grouped["train_bytes"],
+        "pos_train_sentences": grouped["train_sentences"],
+        "pos_test_bytes": grouped["test_bytes"],
+        "emergence": points,
+        "emergence_settings": {
+            "sst_train": args.emergence_sst_train,
+            "pos_train_bytes": args.emergence_pos_train_bytes,
+            "pos_test_sentences": args.emergence_pos_test,
+            "bpb_valid_bytes": args.bpb_bytes,
+        },
+        "emergence_plot": png.name if points else None,
+        "run": str(args.run),
+        "hidden_size": loaded.cfg.hidden_size,
+        "seconds": round(time.perf_counter() - started, 1),
+        "command": " ".join(["python", *sys.argv]),
+        "date": today(),
+        "machine": machine_info(),
+    }
+    write_json_atomic(args.out, result)
+    log(f"wrote {args.out} in {result['seconds']:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
