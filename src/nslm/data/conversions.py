@@ -70,10 +70,10 @@ def pending_conversion(tokens: list[str], unit_map: dict[Unit, Counter]) -> np.n
 
 
 def unit_map_json(unit_map: dict[Unit, Counter]) -> dict[str, dict[str, int]]:
-    return {
-        s.name: {t.name: n for t, n in targets.most_common()}
-        for s, targets in sorted(unit_map.items(), key=lambda kv: -sum(kv[1].values()))
-    }
+    """The map as JSON, in the order it was learnt: ``most_common`` breaks ties between
+    target units by that order, so a map read back must keep it to convert as the corpus
+    did (a run's ``predict`` and ``eval --text`` read the map from JSON)."""
+    return {s.name: {t.name: n for t, n in targets.items()} for s, targets in unit_map.items()}
 
 
 def unit_map_from_json(data: dict[str, dict[str, int]]) -> dict[Unit, Counter]:
