@@ -19,6 +19,12 @@ benchmarks/results/neurons_emergence.png; the probes, summaries and figures go t
 
 from __future__ import annotations
 
+import os
+
+# Before torch loads: OpenMP threads spinning for a descheduled sibling slow a shared CPU
+# down many times (benchmarks/byte_lm.py, cli/train.py do the same; a user's setting wins)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import argparse
 import json
 import sys

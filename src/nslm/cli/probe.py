@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -20,6 +21,8 @@ def _log(message: str) -> None:
 
 
 def _load(run: Path):
+    # before torch loads: spinning OpenMP threads slow a shared CPU down (as cli/train.py)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from nslm.config import total_threads
     from nslm.runs.load import load_run, require_byte_lm
     from nslm.scores.passes import use_threads
