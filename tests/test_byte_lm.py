@@ -220,6 +220,8 @@ def test_bad_input_is_one_line(tiny_byte_run: Path, tiny_nslm_run: Path, tmp_pat
     assert_one_line_error(result, "neuron 999")
     result = run_cli("generate", str(tiny_nslm_run), "--neuron", "1")
     assert_one_line_error(result, "byte-LM run")
+    result = run_cli("eval", str(tiny_byte_run), "--model", "nslm")
+    assert_one_line_error(result, "byte LM", "no NSLM")
     empty = make_byte_corpus(tmp_path / "e")
     (empty / "valid.txt").write_bytes(b"")
     with pytest.raises(NslmError, match="empty"):

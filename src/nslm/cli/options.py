@@ -155,6 +155,8 @@ def use_nslm(run: Path, model_kind: str, command: str) -> bool:
     """Whether the NSLM is used; with ``auto``, say which and why on stderr (one line)."""
     micro = Path(run) / "micro.json"
     if model_kind == "nslm":
+        if is_byte_run(run):
+            raise NslmError(f"{run} is a byte LM: it has no classes, so no NSLM")
         if not micro.is_file():
             raise NslmError(
                 f"the NSLM needs {micro}: run 'nslm micro fit {run}' "
@@ -162,6 +164,8 @@ def use_nslm(run: Path, model_kind: str, command: str) -> bool:
             )
         return True
     if model_kind == "neural":
+        return False
+    if is_byte_run(run):  # a byte LM has no classes, so no NSLM: nothing to say
         return False
     if micro.is_file():
         click.echo(
