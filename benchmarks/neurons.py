@@ -1,6 +1,6 @@
 """Neuron probes of a byte-LM run (docs/probes.md): sentiment (SST-2, IMDB) and POS (UD EWT).
 
-    python benchmarks/neurons.py --run RUN [--imdb-last-bytes 256] [--pos-train-bytes 30000]
+    python benchmarks/neurons.py --run RUN [--imdb-last-bytes 128] [--pos-train-bytes 30000]
 
 Writes benchmarks/results/neurons.json (accuracies as fractions) and
 benchmarks/results/neurons_emergence.png; the probes, summaries and figures go to RUN/probes/.
@@ -70,14 +70,12 @@ def probe_point(loaded, args: argparse.Namespace) -> dict:
 
 def emergence(run: Path, args: argparse.Namespace) -> list[dict]:
     points = []
-    marks = [(minutes, weights) for minutes, weights in kept_checkpoints(run).items()]
+    marks = list(kept_checkpoints(run).items())
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
-    marks.append((results["train_minutes"], run / "model.safetensors"))
-    for minutes, weights in marks:
-        if weights.parent == run:  # the final (best) weights
-            trained = results["train_tokens"]
-        else:
-            trained = json.loads((weights.parent / "state.json").read_text())["tokens"]
+    marks = [(m, w, json.loads((w.parent / "state.json").read_text())["tokens"]) for m, w in marks]
+    if not marks or marks[-1][2] != results["train_tokens"]:  # else the last mark is the end
+        marks.append((results["train_minutes"], run / "model.safetensors", results["train_tokens"]))
+    for minutes, weights, trained in marks:
         log(f"emergence: {weights} ({minutes:g} minutes, {trained:,} bytes)")
         point = {"minutes": round(minutes, 2), "bytes": int(trained)}
         point.update(probe_point(load_run(run, weights=weights), args))
@@ -103,7 +101,7 @@ def main() -> None:
     parser.add_argument("--imdb-train", type=int, default=2000)
     parser.add_argument("--imdb-test", type=int, default=None, help="[all 25,000]")
     parser.add_argument("--pos-train-bytes", type=int, default=30_000)
-    parser.add_argument("--emergence-sst-train", type=int, default=2000)
+    parser.add_argument("--emergence-sst-train", type=int, default=1000)
     parser.add_argument("--emergence-pos-train-bytes", type=int, default=10_000)
     parser.add_argument("--emergence-pos-test", type=int, default=500)
     parser.add_argument("--bpb-bytes", type=int, default=100_000)
@@ -112,6 +110,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     started = time.perf_counter()
+    if not (args.run / "results.json").is_file():
+        raise SystemExit(f"error: {args.run} has no results.json: a finished byte-LM run, please")
     loaded = load_run(args.run)
     require_byte_lm(loaded, "benchmarks/neurons.py")
     use_threads(total_threads(loaded.cfg))

@@ -56,7 +56,7 @@ def probe_group() -> None:
     "--last-bytes",
     type=click.IntRange(1),
     default=None,
-    help="Read only each text's last N bytes [IMDB: 256; SST-2: the whole sentence].",
+    help="Read only each text's last N bytes [IMDB: 128; SST-2: the whole sentence].",
 )
 @click.option(
     "--train",

@@ -73,7 +73,8 @@ class L1Probe(ClassifierMixin, BaseEstimator):
                 if binary.min() == binary.max():  # a class absent from this sample
                     self.intercept_[row] = 10.0 if binary[0] else -10.0
                     continue
-                model = _l1_logistic(self.C, self.max_iter).fit(Z[:, cols], binary)
+                Zc = Z if self.neurons is None else Z[:, cols]  # no copy for all neurons
+                model = _l1_logistic(self.C, self.max_iter).fit(Zc, binary)
                 self.coef_[row, cols] = model.coef_[0]
                 self.intercept_[row] = model.intercept_[0]
         return self

@@ -25,7 +25,7 @@ from nslm.probes.sentiment import extract_features, imdb_splits, probe_sentiment
 
 Log = Callable[[str], None]
 PLOT_TAGS = ("VB", "NN", "RB", "SPACE")  # the seed's examples (VB, RB, SPACE) and the nouns
-DEFAULT_IMDB_LAST_BYTES = 256
+DEFAULT_IMDB_LAST_BYTES = 128  # the full test set at 1024 units in minutes (docs/probes.md)
 
 
 def _quiet(_: str) -> None:
@@ -131,6 +131,8 @@ def pos_figures(probe, train: ByteData, test: ByteData, folder: Path, tags: Sequ
     """Per tag: weight bars, the top neuron's histogram (tag bytes vs the rest, on train), and
     a few test sentences coloured by that neuron."""
     known = set(probe.classes_.tolist())
+    cuts = np.flatnonzero(np.diff(test.sentence)) + 1  # sentence boundaries in the byte rows
+    rows, states = np.split(test.tags, cuts), np.split(test.X, cuts)
     for tag in [t for t in tags if t in known]:
         neuron = int(probe.top_neurons(1, tag)[0])
         safe = "SPACE" if tag == SPACE else "".join(c if c.isalnum() else "_" for c in tag)
@@ -142,12 +144,12 @@ def pos_figures(probe, train: ByteData, test: ByteData, folder: Path, tags: Sequ
             names=("no match", "match"),
         )  # fmt: skip
         # the first test sentences that hold the tag, long enough to show some context
-        chosen = [i for i in range(len(test.texts)) if tag in test.tags[test.sentence == i]]
+        chosen = [i for i, row in enumerate(rows) if tag in row]
         chosen = [i for i in chosen if len(test.texts[i]) >= 40][:n_sentences] or chosen[:1]
         plots.sentence_html(
             [test.texts[i] for i in chosen],
-            [test.X[test.sentence == i] for i in chosen],
-            [test.tags[test.sentence == i].tolist() for i in chosen],
+            [states[i] for i in chosen],
+            [rows[i].tolist() for i in chosen],
             neuron, tag, folder / f"sentences_{safe}.html",
             f"neuron {neuron}, the top neuron of the {tag} probe",
         )  # fmt: skip
