@@ -119,6 +119,14 @@ def test_sentiment_probe_on_planted_features_and_text() -> None:
     assert s["bow"]["test_acc"] < s["all_acc"]
     with pytest.raises(NslmError, match="empty split"):
         probe_sentiment(features, {**splits, "dev": LabelledTexts([], np.zeros(0, int))})
+    # the neuron's threshold sees train only: flipping the test labels flips its accuracy
+    flipped = {**splits, "test": LabelledTexts(splits["test"].texts, 1 - splits["test"].labels)}
+    again = probe_sentiment(features, flipped, bow=False)
+    assert (again.neuron.threshold_, again.neuron.sign_) == (
+        result.neuron.threshold_,
+        result.neuron.sign_,
+    )
+    assert again.summary["one_neuron_acc"] == pytest.approx(1 - s["one_neuron_acc"])
 
 
 def _byte_data(n: int, seed: int):
