@@ -1,4 +1,5 @@
-"""Corpus location order (SPEC §2) and the verified download, against a loopback server."""
+"""Corpus location order (README, "Where corpora come from") and the verified download,
+against a loopback server."""
 
 from __future__ import annotations
 

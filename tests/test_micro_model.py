@@ -54,7 +54,8 @@ maybe_missing = st.one_of(st.just(float("nan")), finite.filter(lambda x: abs(x) 
 def test_every_model_is_a_distribution_over_v_c(
     fitted: list[MicroModel], prev_values: list[float], lat: float, lon: float, target: float
 ) -> None:
-    """Σ_{w∈V_c} P_MM(w | context) = 1 and every P_MM(w) > 0, for any context (SPEC §4)."""
+    """Σ_{w∈V_c} P_MM(w | context) = 1 and every P_MM(w) > 0, for any context
+    (docs/micro-models.md)."""
     n = len(prev_values)
     ctx = Context.from_values(
         prev_value=np.asarray(prev_values),

@@ -128,7 +128,7 @@ def test_empty_corpus_is_an_error() -> None:
 @pytest.mark.realdata
 @pytest.mark.slow
 def test_raw_wikitext_matches_kenlm_lmplz(data_dir) -> None:
-    """lmplz -o 3 on the raw WikiText-2 stream gives test perplexity 230.89 (SPEC §9)."""
+    """lmplz -o 3 on the raw WikiText-2 stream gives test perplexity 230.89 (BENCHMARKS.md)."""
     from nslm.data import locate_corpus
 
     paths = locate_corpus("wikitext-2")

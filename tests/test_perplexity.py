@@ -1,4 +1,5 @@
-"""The per-class perplexity table that every model is scored with (SPEC §5)."""
+"""The per-class perplexity table that every model is scored with (paper Tables 2 and 3;
+docs/nslm.md)."""
 
 from __future__ import annotations
 

@@ -79,7 +79,8 @@ def test_ambiguity_report_counts_every_resolution(wt2_places: PreparedCorpus) ->
 
 
 def test_place_counts_near_spec(wt2_places: PreparedCorpus) -> None:
-    """SPEC §2: about 5.0k city (195 types), 7.1k country (166) and 3.8k state (50) tokens."""
+    """Rough longest-match counts (docs/data.md): about 5.0k city (195 types), 7.1k country
+    (166) and 3.8k state (50) tokens."""
     s = wt2_places.train
     spec = {"city": (5_000, 195), "country": (7_100, 166), "state": (3_800, 50)}
     for name, (tokens, types) in spec.items():

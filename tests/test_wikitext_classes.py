@@ -55,24 +55,24 @@ def test_wikitext_split_markers_are_gone(wt2_numbers: PreparedCorpus) -> None:
     assert "1,000" in itos and "3.5" in itos
 
 
-# SPEC §2's rough counts on WikiText-2 train. They leave out <convert>: folding our
+# Rough counts on WikiText-2 train (docs/data.md). They leave out <convert>: folding our
 # <convert> tokens back into decimal/round/other (the classes the later rules give them)
 # reproduces them; see test_counts_with_convert_folded_back.
-SPEC_COUNTS = {"year": 19_700, "other": 15_600, "round": 6_200, "day": 5_200, "range": 2_900}
+ROUGH_COUNTS = {"year": 19_700, "other": 15_600, "round": 6_200, "day": 5_200, "range": 2_900}
 
 
 def test_number_class_counts_near_spec(wt2_numbers: PreparedCorpus) -> None:
     s = wt2_numbers.train
     counts = {n: int((s.rule_class_ids == wt2_numbers.class_id(n)).sum()) for n in NUMBER_CLASSES}
     for name in ("year", "day", "range"):
-        assert abs(counts[name] - SPEC_COUNTS[name]) <= 0.10 * SPEC_COUNTS[name], (name, counts)
+        assert abs(counts[name] - ROUGH_COUNTS[name]) <= 0.10 * ROUGH_COUNTS[name], (name, counts)
     total = sum(counts.values())
     assert abs(total - 52_000) <= 0.10 * 52_000
     assert total / len(s) == pytest.approx(0.025, abs=0.0025)
 
 
 def test_counts_with_convert_folded_back(wt2_numbers: PreparedCorpus, monkeypatch) -> None:
-    """Without the convert rule every count is within ±10% of SPEC's rough count."""
+    """Without the convert rule every count is within ±10% of the rough count."""
     from nslm.data import numbers, tagging
     from nslm.data.locate import locate_corpus
     from nslm.data.textfile import read_text
@@ -81,7 +81,7 @@ def test_counts_with_convert_folded_back(wt2_numbers: PreparedCorpus, monkeypatc
     lines = read_text(locate_corpus("wikitext-2")["train"]).split("\n")
     tagged = tagging.tag_lines(lines, "numbers")
     got = {name: tagged.classes.count(name) for name in NUMBER_CLASSES}
-    spec = {**SPEC_COUNTS, "decimal": 2_800}
+    spec = {**ROUGH_COUNTS, "decimal": 2_800}
     for name, expected in spec.items():
         assert abs(got[name] - expected) <= 0.10 * expected, (name, got)
     assert got["convert"] == 0
