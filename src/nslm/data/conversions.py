@@ -69,20 +69,25 @@ def pending_conversion(tokens: list[str], unit_map: dict[Unit, Counter]) -> np.n
     return out
 
 
-def unit_map_json(unit_map: dict[Unit, Counter]) -> dict[str, dict[str, int]]:
-    """The map as JSON, in the order it was learnt: ``most_common`` breaks ties between
-    target units by that order, so a map read back must keep it to convert as the corpus
-    did (a run's ``predict`` and ``eval --text`` read the map from JSON)."""
-    return {s.name: {t.name: n for t, n in targets.items()} for s, targets in unit_map.items()}
+def unit_map_json(unit_map: dict[Unit, Counter]) -> list[list]:
+    """The map as JSON, ``[[source, [[target, count], …]], …]`` in the order it was learnt.
+
+    ``most_common`` breaks ties between target units by that order, so a map read back must
+    keep it to convert as the corpus did (a run's ``predict`` and ``eval --text`` read the
+    map from JSON); lists keep it where JSON objects may be re-sorted (``sort_keys``).
+    """
+    return [[s.name, [[t.name, n] for t, n in targets.items()]] for s, targets in unit_map.items()]
 
 
-def unit_map_from_json(data: dict[str, dict[str, int]]) -> dict[Unit, Counter]:
-    """The inverse of :func:`unit_map_json` (names the unit table no longer knows are skipped)."""
+def unit_map_from_json(data: list | dict) -> dict[Unit, Counter]:
+    """The inverse of :func:`unit_map_json`; also reads the older ``{source: {target: n}}``
+    form (names the unit table no longer knows are skipped)."""
+    pairs = data.items() if isinstance(data, dict) else data
     out: dict[Unit, Counter] = {}
-    for source, targets in data.items():
+    for source, targets in pairs:
         unit = unit_named(source)
         if unit is None:
             continue
-        known = {unit_named(t): n for t, n in targets.items() if unit_named(t) is not None}
-        out[unit] = Counter(known)
+        items = targets.items() if isinstance(targets, dict) else targets
+        out[unit] = Counter({unit_named(t): n for t, n in items if unit_named(t) is not None})
     return out
