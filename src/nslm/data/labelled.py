@@ -81,21 +81,28 @@ def _label(field: str, path: Path, line_no: int) -> int:
 SST2_SPLITS = ("train", "dev", "test")
 
 
-def read_sst2(split: str, data_dir: Path | str | None = None) -> LabelledTexts:
-    """One SST-2 split (``train``, ``dev``, ``test``), in file order."""
-    if split not in SST2_SPLITS:
-        raise NslmError(f"SST-2 has no split {split!r} (one of {', '.join(SST2_SPLITS)})")
-    path = dataset_dir("sst2", data_dir) / f"{split}.txt"
+def _labelled_lines(path: Path, separator: str, form: str) -> tuple[list[str], list[int]]:
+    """(texts, labels) of a ``label SEPARATOR text`` file; blank lines are skipped."""
     texts, labels = [], []
     with _open_text(path) as handle:
         for line_no, line in enumerate(handle, 1):
             line = line.rstrip("\n")
             if not line.strip():
                 continue
-            label, _, text = line.partition(" ")
+            label, sep, text = line.partition(separator)
+            if not sep:
+                raise NslmError(f"{path}:{line_no}: expected {form}")
             labels.append(_label(label, path, line_no))
             texts.append(text)
-    return _checked(texts, labels, path)
+    return texts, labels
+
+
+def read_sst2(split: str, data_dir: Path | str | None = None) -> LabelledTexts:
+    """One SST-2 split (``train``, ``dev``, ``test``), in file order."""
+    if split not in SST2_SPLITS:
+        raise NslmError(f"SST-2 has no split {split!r} (one of {', '.join(SST2_SPLITS)})")
+    path = dataset_dir("sst2", data_dir) / f"{split}.txt"
+    return _checked(*_labelled_lines(path, " ", "label SPACE sentence"), path)
 
 
 def read_imdb(
@@ -109,17 +116,7 @@ def read_imdb(
     if split not in ("train", "test"):
         raise NslmError(f"IMDB has no split {split!r} (train or test)")
     path = dataset_dir("imdb", data_dir) / f"{split}.tsv.xz"
-    texts, labels = [], []
-    with _open_text(path) as handle:
-        for line_no, line in enumerate(handle, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            label, tab, text = line.partition("\t")
-            if not tab:
-                raise NslmError(f"{path}:{line_no}: expected label<TAB>text")
-            labels.append(_label(label, path, line_no))
-            texts.append(text)
+    texts, labels = _labelled_lines(path, "\t", "label<TAB>text")
     data = _checked(texts, labels, path)
     order = np.random.default_rng(seed).permutation(len(data))
     return LabelledTexts([data.texts[i] for i in order], data.labels[order])
