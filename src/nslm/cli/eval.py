@@ -213,7 +213,6 @@ def _eval_heads(
 ) -> None:
     """Global perplexity of each neural head (and an n-gram's); RUN/eval.json."""
     from nslm.atomic import write_json_atomic
-    from nslm.perplexity import accuracy, bits_per_token
     from nslm.runs.load import load_run
     from nslm.scores.passes import head_of
 
@@ -228,11 +227,7 @@ def _eval_heads(
     for split in splits:
         given = (texts or {}).get(split)
         part = head_of(given if given is not None else loaded.corpus.splits[split], max_tokens)
-        scores = scorer.score(part, tuple(loaded.cfg.heads))
-        out[split] = {f"ppl_{h}": scores.perplexity(h) for h in loaded.cfg.heads}
-        if scores.correct is not None:  # a byte LM: bits per byte and next-byte accuracy
-            out[split]["bits_per_byte"] = bits_per_token(scores.nnlm)
-            out[split]["accuracy"] = accuracy(scores.correct)
+        out[split] = scorer.score(part, tuple(loaded.cfg.heads)).head_figures(loaded.cfg.heads)
         if ngram is not None:  # beside the heads, on the same positions
             out[split][f"ppl_{ngram_order}-gram"] = ngram_global(ngram, part)
     path = out_path if out_path is not None else run / "eval.json"

@@ -27,7 +27,7 @@ from nslm.data.corpus import Split
 from nslm.micro.model import MicroModel
 from nslm.micro.pipeline import micro_log_probs
 from nslm.models.lm import LanguageModel
-from nslm.perplexity import perplexity
+from nslm.perplexity import accuracy, bits_per_token, perplexity
 from nslm.scores.classes import ClassFactor, NeuralOnly
 from nslm.scores.distribution import FullDistribution
 from nslm.scores.mixture import ensemble_log_probs, nslm_log_probs
@@ -113,6 +113,16 @@ class SplitScores:
 
     def perplexity(self, part: str) -> float:
         return perplexity(getattr(self, part))
+
+    def head_figures(self, heads: Sequence[str]) -> dict[str, float]:
+        """``ppl_<head>`` for each head and, when accuracy was read (byte LMs),
+        ``bits_per_byte`` and ``accuracy`` of the NNLM head: what eval.json and
+        results.json report of a split."""
+        out = {f"ppl_{h}": self.perplexity(h) for h in heads}
+        if self.correct is not None:
+            out["bits_per_byte"] = bits_per_token(self.nnlm)
+            out["accuracy"] = accuracy(self.correct)
+        return out
 
     def ensemble(self, lam: float) -> np.ndarray:
         """The reported NSLM: λ·P_NNLM + (1 − λ)·P_NSLM (the paper's ensemble)."""

@@ -14,19 +14,15 @@ import torch
 from nslm.config import TrainConfig
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
-from nslm.perplexity import accuracy, bits_per_token
 from nslm.scores.passes import Scorer
 
 
 def split_results(scorer: Scorer, split: Split, heads: list[str], name: str) -> dict[str, float]:
     """``{name}_ppl_{head}`` for each head, plus ``{name}_bpb`` and ``{name}_accuracy`` of
     the NNLM head when the scorer reads accuracy (byte LMs)."""
-    scores = scorer.score(split)
-    out = {f"{name}_ppl_{h}": scores.perplexity(h) for h in heads}
-    if scores.correct is not None:
-        out[f"{name}_bpb"] = bits_per_token(scores.nnlm)
-        out[f"{name}_accuracy"] = accuracy(scores.correct)
-    return out
+    figures = scorer.score(split).head_figures(heads)
+    short = {"bits_per_byte": "bpb"}  # results.json's established key
+    return {f"{name}_{short.get(k, k)}": v for k, v in figures.items()}
 
 
 def describe_validation(ppl: dict[str, float], byte_lm: bool) -> str:
