@@ -106,7 +106,8 @@ def test_training_reports_bits_per_byte_and_accuracy(tiny_byte_run: Path) -> Non
 def test_a_stateful_batch_carries_state_and_a_reset_one_does_not(tmp_path: Path) -> None:
     cfg = tiny_byte_config(make_byte_corpus(tmp_path / "c"))
     trainer = Trainer(cfg, tmp_path / "run")
-    first, second = trainer.streams.batch(0, cfg.bptt), trainer.streams.batch(1, cfg.bptt)
+    streams = trainer.task.streams
+    first, second = streams.batch(0, cfg.bptt), streams.batch(1, cfg.bptt)
     trainer._step(first)
     carried = trainer.hidden
     assert carried is not None and not carried[0].requires_grad  # detached: truncated BPTT
@@ -174,7 +175,7 @@ def test_a_seed_size_config_builds_and_runs_a_step(tmp_path: Path) -> None:
     assert cfg.hidden_size >= 2048 and cfg.num_layers == 1
     trainer = Trainer(cfg, tmp_path / "run")
     before = trainer.model.backbone.lstm.weight_hh_l0.detach().clone()
-    trainer._step(trainer.streams.batch(0, cfg.bptt))
+    trainer._step(trainer.task.streams.batch(0, cfg.bptt))
     assert trainer.model.backbone.lstm.hidden_size == cfg.hidden_size
     assert not torch.equal(before, trainer.model.backbone.lstm.weight_hh_l0)
 

@@ -103,6 +103,23 @@ def test_processes_and_sparse_embedding_are_checked(sets: list[str], message: st
         load_config(CONFIGS / "tiny.toml", sets)
 
 
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (["lr_schedule='halve'"], "'lr_schedule' must be one of .*halving"),
+        (["eval_every=-1"], "'eval_every' must be 0"),
+        (["halving_epsilon=-0.1"], r"'halving_epsilon' must be in \[0, 1\)"),
+        (["halving_epsilon=1"], r"'halving_epsilon' must be in \[0, 1\)"),
+        (["max_halvings=0"], "'max_halvings' must be at least 1"),
+    ],
+)
+def test_validation_and_rate_halving_keys_are_checked(sets: list[str], message: str) -> None:
+    with pytest.raises(NslmError, match=message):
+        load_config(CONFIGS / "tiny.toml", sets)
+    cfg = load_config(None, ["lr_schedule='halving'", "eval_every=100"])
+    assert (cfg.halving_epsilon, cfg.max_halvings, cfg.eval_every) == (0.003, 10, 100)
+
+
 def test_the_default_trains_on_two_processes_with_sparse_embedding_gradients() -> None:
     # batch_size counts the streams of all processes.
     cfg = load_config(CONFIGS / "wt2-cpu.toml")
@@ -131,7 +148,7 @@ def test_a_run_saved_with_the_old_key_loads_silently(capsys) -> None:
 
 
 def test_class_choices_come_from_the_tagger() -> None:
-    from nslm.config.train import CHOICES
+    from nslm.config.checks import CHOICES
     from nslm.data.tagging import CLASS_CHOICES
 
     assert CHOICES["classes"] is CLASS_CHOICES

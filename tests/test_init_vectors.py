@@ -36,14 +36,14 @@ def test_vectors_initialise_rows_and_grounding_keeps_its_dims(tmp_path: Path) ->
     vectors = write_vectors(tmp_path / "glove.txt")
     cfg = load_config(TINY, ["grounded=true", f"init_vectors='{tmp_path / 'glove.txt'}'"])
     trainer = Trainer(cfg, tmp_path / "run")
-    stoi = trainer.corpus.vocab.stoi
+    stoi = trainer.task.corpus.vocab.stoi
     embed = trainer.model.backbone.embed
     for word, key in (("the", "the"), ("Paris", "paris"), ("1990", "1990")):
         np.testing.assert_allclose(embed.weight[stoi[word]].detach().numpy(), vectors[key])
     assert embed.fixed[stoi["1990"]].abs().sum() > 0  # grounding still appended
     report = json.loads((tmp_path / "run" / "init_vectors.json").read_text())
     # Types with a vector, exactly or through lower case ("The" → "the", "OF" → "of").
-    found = sum(w in vectors or w.lower() in vectors for w in trainer.corpus.vocab.itos)
+    found = sum(w in vectors or w.lower() in vectors for w in trainer.task.corpus.vocab.itos)
     assert found > 5 and "The" in stoi
     assert report["found"] == found and report["total"] == len(stoi) and report["dim"] == DIM
     assert report["coverage"] == pytest.approx(found / len(stoi))

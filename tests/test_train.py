@@ -193,6 +193,32 @@ def test_ddp_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_ddp_ranks_take_the_same_mid_epoch_validation_and_halving_decisions(
+    tmp_path: Path,
+) -> None:
+    """Validation every 4 steps drives the rate halving (ε = 0.5: every validation after the
+    first halves); rank 0's figures are broadcast, so 2 ranks halve, and stop after 3
+    halvings, in step with 1 process."""
+    sets = [*DDP_SETS, "max_steps=40", "checkpoint_every=0", "eval_every=4",
+            "lr_schedule='halving'", "halving_epsilon=0.5", "max_halvings=3"]  # fmt: skip
+    flags = [x for s in sets for x in ("--set", s)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    ddp = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         "-m", "nslm", "train", str(TINY), *flags, "--run-dir", str(tmp_path / "ddp")],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert ddp.returncode == 0, ddp.stderr[-2000:]
+    single = run_cli("train", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
+    assert single.wait(timeout=300) == 0
+    assert_same_training(tmp_path / "ddp", tmp_path / "one", 16)
+    for run in ("ddp", "one"):
+        recs = [json.loads(x) for x in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
+        valid = [(r["step"], r["halvings"]) for r in recs if r.get("event") == "valid"]
+        assert valid == [(4, 0), (8, 1), (12, 2), (16, 3)], run
+
+
+@pytest.mark.slow
 def test_processes_key_launches_ddp_that_dies_with_it_and_resumes(tmp_path: Path) -> None:
     """``processes = 2`` makes ``nslm train`` become torchrun with 2 ranks that all-reduce
     sparse embedding gradients. SIGKILL of that one pid takes the ranks with it; ``--resume``

@@ -53,17 +53,17 @@ def _launch_processes(cfg: TrainConfig, processes: int, args: list[str]) -> bool
     nothing to launch (one process, or already a rank of a torchrun).
 
     torchrun's own launcher (``python -m torch.distributed.run --standalone``) starts the
-    ranks on this machine; each reads the same ARGS. The corpus is prepared here first, so
-    that a missing or bad corpus is a one-line error and the ranks only read the cache. As
-    the nslm command itself, this process becomes torchrun (same pid, so a signal reaches
-    torchrun, and the ranks die with it: training/distributed.py); called from Python, it
-    waits for torchrun and passes an interrupt on.
+    ranks on this machine; each reads the same ARGS. The task's data (the corpus) is prepared
+    here first, so that a missing or bad corpus is a one-line error and the ranks only read
+    the cache. As the nslm command itself, this process becomes torchrun (same pid, so a
+    signal reaches torchrun, and the ranks die with it: training/distributed.py); called
+    from Python, it waits for torchrun and passes an interrupt on.
     """
     if processes <= 1 or "WORLD_SIZE" in os.environ:
         return False
-    from nslm.training.loop import load_corpus
+    from nslm.training.task import prepare_data
 
-    load_corpus(cfg)
+    prepare_data(cfg)
     # One OpenMP pool of cfg.threads per rank (torchrun would otherwise warn and use 1).
     env = {**os.environ, "OMP_NUM_THREADS": str(cfg.threads or 1)}
     # DDP's find_unused_parameters (training/distributed.py) is needed, since a batch may

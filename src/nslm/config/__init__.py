@@ -1,17 +1,15 @@
 """Stage 0, the experiment: one TOML file per run (``configs/``) read into a
 :class:`TrainConfig` with dataclass defaults and ``--set key=value`` overrides."""
 
+from nslm.config.checks import HEAD_NAMES, class_rules_of, validate
 from nslm.config.train import (
-    HEAD_NAMES,
     TrainConfig,
     build_config,
-    class_rules_of,
     config_from_json,
     load_config,
     read_toml,
     total_threads,
     valid_keys,
-    validate,
 )
 
 __all__ = [

@@ -1,1 +1,2 @@
-"""Training: TBPTT batches, the loop, checkpoints and DistributedDataParallel helpers."""
+"""Training: the loop, the tasks it trains (the stream LM today), lr schedules, checkpoints
+and DistributedDataParallel helpers."""

@@ -8,7 +8,7 @@ Layout of a run directory::
     ckpt-00000500/                           one resumable checkpoint:
         model.safetensors                    weights
         optim.safetensors  optim.json        optimizer tensors / hyper-parameters
-        state.json                           epoch, step, lr, best score, ...
+        state.json                           epoch, step, lr, best score, rate halving, ...
         rank0.safetensors                    this rank's hidden state and RNG state
     model.safetensors                        the best weights (for eval and predict)
     kept/minute-005/                         a checkpoint kept at a training-time mark
@@ -50,6 +50,8 @@ __all__ = [
     "optimizer_from_files",
     "optimizer_to_files",
     "read_json",
+    "restore_checkpoint",
+    "save_checkpoint",
     "save_tensors_atomic",
     "write_json_atomic",
 ]
@@ -118,6 +120,58 @@ def keep_checkpoint(run_dir: Path, step: int, minutes: float) -> Path:
         shutil.rmtree(final)
     os.replace(tmp, final)
     return final
+
+
+def save_checkpoint(
+    run_dir: Path,
+    rank: int,
+    state: dict[str, Any],
+    model: torch.nn.Module,
+    optimizer: Any,
+    hidden: tuple[torch.Tensor, ...] | None,
+) -> None:
+    """Every rank: the resumable checkpoint of step ``state["step"]``. Rank 0 writes the
+    weights, optimizer and ``state``; each rank its RNG and carried hidden state. Rank 0
+    commits it once all have written."""
+    from nslm.training import distributed as dd
+
+    step = state["step"]
+    dd.barrier()
+    tmp = begin_checkpoint(run_dir, step) if rank == 0 else None
+    dd.barrier()
+    tmp = tmp or run_dir / f".{checkpoint_name(step)}.tmp"
+    own: dict[str, torch.Tensor] = {"rng": torch.get_rng_state()}
+    for i, t in enumerate(hidden or ()):
+        own[f"hidden.{i}"] = t.cpu()
+    save_tensors_atomic(tmp / f"rank{rank}.safetensors", own)
+    if rank == 0:
+        save_tensors_atomic(tmp / "model.safetensors", model_tensors(model))
+        tensors, meta = optimizer_to_files(optimizer)
+        save_tensors_atomic(tmp / "optim.safetensors", tensors)
+        write_json_atomic(tmp / "optim.json", meta)
+        write_json_atomic(tmp / "state.json", state)
+    dd.barrier()
+    if rank == 0:
+        commit_checkpoint(run_dir, step)
+    dd.barrier()
+
+
+def restore_checkpoint(
+    path: Path, rank: int, model: torch.nn.Module, optimizer: Any, device: torch.device
+) -> tuple[torch.Tensor, ...] | None:
+    """Load the weights, optimizer and this rank's RNG state of checkpoint ``path``; the
+    hidden state this rank carried (on ``device``), or None."""
+    from safetensors.torch import load_file
+
+    load_model_tensors(model, path / "model.safetensors")
+    optim = optimizer_from_files(
+        load_file(str(path / "optim.safetensors")), read_json(path / "optim.json")
+    )
+    optimizer.load_state_dict(optim)
+    own = load_file(str(path / f"rank{rank}.safetensors"))
+    torch.set_rng_state(own["rng"])
+    hidden = [own[k] for k in sorted(own) if k.startswith("hidden.")]
+    return tuple(h.to(device) for h in hidden) if hidden else None
 
 
 def check_stream_layout(state: dict[str, Any]) -> None:

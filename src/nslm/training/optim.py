@@ -1,4 +1,4 @@
-"""Optimizers, the lr schedule and gradient clipping, including sparse embedding gradients.
+"""Optimizers, the lr schedules and gradient clipping, including sparse embedding gradients.
 
 With ``sparse_embedding = true`` the input embedding's gradient holds only the rows of the
 words in a batch (a few thousand of 35,316 on WikiText-2). Under DistributedDataParallel
@@ -125,7 +125,8 @@ def clip_grad_norm(params: list[nn.Parameter], max_norm: float) -> Tensor:
 
 
 def scheduled_lr(cfg: TrainConfig, base: float, step: int, total: int, elapsed: float) -> float:
-    """The lr for ``step``: linear warm-up, then constant, plateau-held, cosine or linear.
+    """The lr for ``step``: linear warm-up, then constant, cosine or linear, or ``base`` as the
+    loop holds it (``plateau`` divides it, ``halving`` halves it, at validations).
 
     With a wall-time budget (``max_minutes``) the cosine and the linear decay follow the
     budget, so the rate reaches zero when time runs out, whichever comes first of time and
@@ -143,3 +144,42 @@ def scheduled_lr(cfg: TrainConfig, base: float, step: int, total: int, elapsed: 
     if cfg.lr_schedule == "linear":
         return base * (1.0 - progress)
     return 0.5 * base * (1 + math.cos(math.pi * progress))
+
+
+class RateHalving:
+    """The rate-halving schedule of Gill (2017), Figure 2 (Mikolov's scheme): at each
+    validation, halve the lr when the figure improved by less than ``epsilon`` of the
+    previous one; training is done after ``max_halvings`` halvings.
+
+    The first validation has nothing to compare with and never halves. A non-finite figure
+    (a diverged run) is no improvement: it halves, and the next one is compared with the
+    last finite figure. The state is plain JSON, saved in every checkpoint's state.json.
+    """
+
+    def __init__(self, lr: float, epsilon: float, max_halvings: int) -> None:
+        self.lr, self.epsilon, self.max_halvings = lr, epsilon, max_halvings
+        self.prev: float | None = None  # the last finite validation figure
+        self.halvings = 0
+
+    @property
+    def done(self) -> bool:
+        return self.halvings >= self.max_halvings
+
+    def update(self, cur: float) -> float:
+        """The lr after a validation whose (lower is better) figure is ``cur``."""
+        if not math.isfinite(cur):
+            stalled = True
+        else:
+            prev, self.prev = self.prev, cur
+            # (prev - cur) / prev < epsilon, without dividing by a zero figure
+            stalled = prev is not None and prev - cur < self.epsilon * abs(prev)
+        if stalled:
+            self.lr /= 2
+            self.halvings += 1
+        return self.lr
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"lr": self.lr, "prev": self.prev, "halvings": self.halvings}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.lr, self.prev, self.halvings = state["lr"], state["prev"], state["halvings"]

@@ -1,5 +1,5 @@
 """A progress bar (rich) showing steps, tokens/s and loss; plain log lines when not a TTY;
-and the line that says why training stopped early."""
+and the line that says why training stopped before its epochs ran out."""
 
 from __future__ import annotations
 
@@ -65,13 +65,19 @@ class Progress:
             )
 
 
-def stop_reason(cfg: TrainConfig, st: dict[str, Any], n_batches: int, out_of_steps: bool) -> str:
-    """Why training ended before its epochs did, and where (the bar stops short)."""
-    where = (
-        f"at epoch {st['epoch']} (partial: batch {st['batch']:,} of {n_batches:,}), "
-        f"step {st['step']:,}"
-    )
-    if out_of_steps:
+def stop_reason(cfg: TrainConfig, st: dict[str, Any], n_batches: int, reason: str) -> str:
+    """Why training ended before its epochs did, and where (the bar stops short): ``reason``
+    is "steps" (max_steps), "time" (max_minutes) or "halvings" (the rate-halving schedule)."""
+    where = f"at the end of epoch {st['epoch']}, step {st['step']:,}"
+    if st["batch"] < n_batches:
+        where = (
+            f"at epoch {st['epoch']} (partial: batch {st['batch']:,} of {n_batches:,}), "
+            f"step {st['step']:,}"
+        )
+    if reason == "steps":
         return f"stopped by max_steps ({cfg.max_steps:,}) {where}"
+    if reason == "halvings":
+        eps = f"halving_epsilon {cfg.halving_epsilon:g}"
+        return f"stopped after {cfg.max_halvings} lr halvings ({eps}) {where}"
     budget = f"{cfg.max_minutes:.1f}" if cfg.max_minutes >= 0.1 else f"{cfg.max_minutes:g}"
     return f"stopped by the time budget ({budget} min) {where}"
