@@ -1,6 +1,6 @@
 """Neuron probes of a byte-LM run (docs/probes.md): sentiment (SST-2, IMDB) and POS (UD EWT).
 
-    python benchmarks/neurons.py --run RUN [--imdb-last-bytes 128] [--pos-train-bytes 30000]
+    python benchmarks/neurons.py --run RUN [--imdb-last-bytes 1000] [--pos-train-bytes 120000]
 
 Writes benchmarks/results/neurons.json (accuracies as fractions) and
 benchmarks/results/neurons_emergence.png; the probes, summaries and figures go to RUN/probes/.
@@ -8,7 +8,7 @@ benchmarks/results/neurons_emergence.png; the probes, summaries and figures go t
 1. SST-2, whole: final cell, mean cell, mean hidden → L1 logistic regression (C on dev); the
    feature best on dev is ``sst_all_acc``; its largest-|weight| neuron thresholded alone
    (threshold fitted on train) is ``sst_one_neuron_acc``; TF-IDF + LR and majority beside.
-2. IMDB: 2,000 train and 500 dev reviews of the shuffled train file, the full 25,000-review
+2. IMDB: 5,000 train and 500 dev reviews of the shuffled train file, the full 25,000-review
    test file, each review cut to its last ``--imdb-last-bytes`` bytes (extraction time).
 3. POS: one-vs-rest L1 probes on the bytes of whole EWT train sentences (seeded order) up to
    ``--pos-train-bytes``, scored on all of EWT test; grouped (the seed's groups) and raw XPOS.
@@ -97,10 +97,10 @@ def table(points: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, required=True, help="A byte-LM run directory.")
-    parser.add_argument("--imdb-last-bytes", type=int, default=pipeline.DEFAULT_IMDB_LAST_BYTES)
-    parser.add_argument("--imdb-train", type=int, default=2000)
+    parser.add_argument("--imdb-last-bytes", type=int, default=1000)
+    parser.add_argument("--imdb-train", type=int, default=5000)
     parser.add_argument("--imdb-test", type=int, default=None, help="[all 25,000]")
-    parser.add_argument("--pos-train-bytes", type=int, default=30_000)
+    parser.add_argument("--pos-train-bytes", type=int, default=120_000)
     parser.add_argument("--emergence-sst-train", type=int, default=1000)
     parser.add_argument("--emergence-pos-train-bytes", type=int, default=10_000)
     parser.add_argument("--emergence-pos-test", type=int, default=500)
