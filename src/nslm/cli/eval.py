@@ -117,6 +117,14 @@ def eval_command(
     from nslm.ngram.counting import MAX_ORDER
 
     splits = splits or SPLITS
+    from nslm.runs.word_pos import is_word_pos_run
+
+    if is_word_pos_run(run):
+        if text_file or corpus_dir or ngram_order or max_tokens or PaperExtras(**paper).wanted:
+            raise NslmError("a word+POS run is scored on its own tagged corpus: no --text, "
+                            "--corpus, --ngram, --max-tokens or the paper's extras")  # fmt: skip
+        _eval_word_pos(run, splits, out)
+        return
     if ngram_order is not None and not 1 <= ngram_order <= MAX_ORDER:
         raise NslmError(f"--ngram must be between 1 and {MAX_ORDER}, got {ngram_order}")
     if text_file is not None and corpus_dir is not None:
@@ -239,4 +247,17 @@ def _eval_heads(
             continue
         shown = "  ".join(f"{k.removeprefix('ppl_').upper()} {v:.2f}" for k, v in row.items())
         click.echo(f"{split}: global perplexity (lower is better)  {shown}")
+    click.echo(f"wrote {path}")
+
+
+def _eval_word_pos(run: Path, splits: Sequence[str], out: Path | None) -> None:
+    """The comparison table of a word+POS run (docs/word-pos.md); RUN/eval.json."""
+    from nslm.atomic import write_json_atomic
+    from nslm.evaluation.word_pos import evaluate_word_pos, render_word_pos
+
+    click.echo(f"eval: scoring {', '.join(splits)} (gold and own tag histories) …", err=True)
+    results = evaluate_word_pos(run, tuple(splits))
+    path = out if out is not None else run / "eval.json"
+    write_json_atomic(path, results)
+    click.echo(render_word_pos(results))
     click.echo(f"wrote {path}")

@@ -70,6 +70,14 @@ def generate_command(
     if is_byte_run(run):
         _generate_bytes(run, prompt, max_tokens, sampler, neuron, html_out)
         return
+    from nslm.runs.word_pos import is_word_pos_run
+
+    if is_word_pos_run(run):
+        if neuron is not None or html_out is not None or head or show_classes:
+            raise NslmError("a word+POS run samples (word, tag) pairs: no --neuron, --html, "
+                            "--head or --show-classes")  # fmt: skip
+        _generate_word_pos(run, prompt, max_tokens, sampler)
+        return
     if neuron is not None or html_out is not None:
         raise NslmError("--neuron and --html need a byte-LM run (see docs/byte-lm.md)")
     tokens = ["</s>" if t == "<eos>" else t for t in prompt.split()]
@@ -184,6 +192,21 @@ def _generate_bytes(
         title = f"{run.name}: neuron {neuron}"
         write_bytes_atomic(html_out, html_page(text, values, title=title).encode("utf-8"))
         click.echo(f"wrote {html_out}", err=True)
+
+
+def _generate_word_pos(run: Path, prompt: str, max_tokens: int, sampler: Sampler) -> None:
+    """Print the prompt and the sampled continuation as word/TAG, a sentence a line."""
+    from nslm.generation.word_pos import generate_word_pos
+    from nslm.runs.word_pos import load_word_pos_run
+
+    given, generated = generate_word_pos(load_word_pos_run(run), prompt, max_tokens, sampler)
+    lines: list[list[str]] = [[]]
+    for word, tag in [*given, *generated]:
+        if word == "<eos>":
+            lines.append([])
+        else:
+            lines[-1].append(f"{word}/{tag}" if tag else word)
+    click.echo("\n".join(" ".join(line) for line in lines if line))
 
 
 def _is_ngram(run: Path) -> bool:

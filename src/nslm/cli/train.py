@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -176,7 +175,13 @@ def train_command(
             return
     results = train(cfg, target, resume=resume_dir is not None)  # type: ignore[arg-type]
     if results and int(os.environ.get("RANK", "0")) == 0:
-        click.echo(json.dumps({"run_dir": str(target), **results}, indent=1))
+        from nslm.atomic import json_text
+
+        click.echo(json_text({"run_dir": str(target), **results}))
+        if results.get("pos_model"):  # a word+POS run: its comparison table too
+            from nslm.evaluation.word_pos import render_word_pos, results_by_split
+
+            click.echo(render_word_pos(results_by_split(results)))
 
 
 def _new_run(

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from nslm.config.train import TrainConfig
 
 CHOICES: dict[str, tuple[str, ...]] = {
-    "model": ("lstm", "awd", "transformer", "fixed-window"),
+    "model": ("lstm", "awd", "transformer", "fixed-window", "word-pos"),
+    "pos_model": ("word_only", "joint", "eq11", "multitask", "tagger"),
+    "eq11_loss": ("eq11", "eq5"),
     "softmax": ("full", "adaptive"),
     "hnlm_top": ("separate", "shared"),
     "optimizer": ("sgd", "adam", "adamw"),
@@ -40,9 +42,27 @@ def validate(cfg: TrainConfig) -> None:
         _check_sparse_embedding(cfg)
     if cfg.model == "transformer" and cfg.hidden_size % cfg.n_heads:
         raise NslmError("transformer: hidden_size must be divisible by n_heads")
+    _check_word_pos(cfg)
     if is_byte_corpus(cfg.corpus) and (cfg.classes != "none" or cfg.class_rules):
         raise NslmError("a byte corpus has no classes: set classes = 'none' (and no class_rules)")
     _check_device(cfg)
+
+
+def is_tagged_corpus(name: str) -> bool:
+    """A POS-tagged corpus, which the word+POS models read (data/tagged.py)."""
+    return name in ("brown", "ewt") or name.startswith("tagged:")
+
+
+def _check_word_pos(cfg: TrainConfig) -> None:
+    if (cfg.model == "word-pos") != is_tagged_corpus(cfg.corpus):
+        raise NslmError(
+            "model = 'word-pos' trains on a tagged corpus ('brown', 'ewt' or 'tagged:DIR') "
+            "and a tagged corpus needs model = 'word-pos'"
+        )
+    if cfg.model == "word-pos" and min(cfg.vocab_size - 1, cfg.tag_emb_size,
+                                       cfg.shape_emb_size) <= 0:  # fmt: skip
+        raise NslmError("config keys 'vocab_size' (≥ 2), 'tag_emb_size' and 'shape_emb_size' "
+                        "(> 0) are out of range")  # fmt: skip
 
 
 def _check_device(cfg: TrainConfig) -> None:

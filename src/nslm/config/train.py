@@ -51,6 +51,13 @@ class TrainConfig:
     grounded: bool = False
     # paper Table 5: initialise the input embeddings from a GloVe/word2vec text file ("" = no)
     init_vectors: str = ""
+    # word+POS LMs (model = "word-pos", corpus = "brown" | "ewt" | "tagged:DIR"; docs/word-pos.md)
+    pos_model: str = "joint"  # word_only | joint | eq11 | multitask | tagger
+    eq11_loss: str = "eq11"  # eq11 (the joint's cross-entropy) | eq5 (paper 003 Eq. 5)
+    vocab_size: int = 10_000  # the vocab_size − 1 most frequent train words + unknowns
+    tag_emb_size: int = 16
+    shape_emb_size: int = 16  # the suffix and the shape class of each word
+    tag_weight: float = 1.0  # multitask: the weight of the auxiliary tag loss
     # heads
     heads: list[str] = field(default_factory=lambda: ["nnlm", "hnlm"])
     softmax: str = "adaptive"  # full | adaptive

@@ -74,10 +74,10 @@ class TrainingTask(Protocol):
 
 def task_class(cfg: TrainConfig) -> type[TrainingTask]:
     """The kind of task a config trains: the one dispatch on the config."""
-    # A new kind of model plugs in here, before the default, e.g.:
-    #   if cfg.model == "word-pos":
-    #       from nslm.training.word_pos_task import WordPosTask
-    #       return WordPosTask
+    if cfg.model == "word-pos":
+        from nslm.training.word_pos_task import WordPosTask
+
+        return WordPosTask
     from nslm.training.stream_task import StreamLMTask  # not at import: it loads models
 
     return StreamLMTask
