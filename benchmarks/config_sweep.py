@@ -57,27 +57,29 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=Path("configs/wt2-cpu.toml"))
     parser.add_argument("--minutes", type=float, default=5.0, help="training budget of each")
     parser.add_argument("--variant", action="append", default=None, help='e.g. "lr=4e-3"')
+    parser.add_argument("--out", type=Path, default=RESULTS, help="[%(default)s]")
     args = parser.parse_args()
     variants = args.variant or [""]
+    command = " ".join(["python", *sys.argv])
     rows = []
     with tempfile.TemporaryDirectory(prefix="nslm-sweep-") as tmp:
         for i, variant in enumerate(variants):
             row = run_variant(ROOT / args.config, args.minutes, variant.split(), Path(tmp) / str(i))
             rows.append(row)
             print(json.dumps(row), flush=True)
-    write_json_atomic(
-        RESULTS,
-        {
-            "config": str(args.config),
-            "minutes_each": args.minutes,
-            "variants": rows,
-            "date": today(),
-            "machine": machine_info(),
-            "command": "python benchmarks/config_sweep.py --minutes {:g} {}".format(
-                args.minutes, " ".join(f'--variant "{v}"' for v in variants)
-            ),
-        },
-    )
+            # written after every variant: a sweep cut short keeps what it measured
+            write_json_atomic(
+                args.out,
+                {
+                    "config": str(args.config),
+                    "minutes_each": args.minutes,
+                    "variants": rows,
+                    "complete": len(rows) == len(variants),
+                    "date": today(),
+                    "machine": machine_info(),
+                    "command": command,
+                },
+            )
 
 
 if __name__ == "__main__":

@@ -1,14 +1,17 @@
 """Neuron probes of a byte-LM run (docs/probes.md): sentiment (SST-2, IMDB) and POS (UD EWT).
 
-    python benchmarks/neurons.py --run RUN [--imdb-last-bytes 1000] [--pos-train-bytes 120000]
+    python benchmarks/neurons.py --run RUN [--imdb-last-bytes 1000] [--pos-train-bytes 150000]
 
 Writes benchmarks/results/neurons.json (accuracies as fractions) and
 benchmarks/results/neurons_emergence.png; the probes, summaries and figures go to RUN/probes/.
 
-1. SST-2, whole: final cell, mean cell, mean hidden → L1 logistic regression (C on dev); the
-   feature best on dev is ``sst_all_acc``; its largest-|weight| neuron thresholded alone
-   (threshold fitted on train) is ``sst_one_neuron_acc``; TF-IDF + LR and majority beside.
-2. IMDB: 5,000 train and 500 dev reviews of the shuffled train file, the full 25,000-review
+1. SST-2, whole, detokenised and framed as reviews: final cell, mean cell, mean hidden and
+   both means → L1 logistic regression (C on dev); the feature best on dev is ``sst_all_acc``;
+   its largest-|weight| neuron thresholded alone (threshold fitted on train) is
+   ``sst_one_neuron_acc``; TF-IDF + LR and majority beside.
+   The same probes on the raw, tokenised sentences read from the zero state (``sst_raw``)
+   show what the framing buys.
+2. IMDB: 20,000 train and 500 dev reviews of the shuffled train file, the full 25,000-review
    test file, each review cut to its last ``--imdb-last-bytes`` bytes (extraction time).
 3. POS: one-vs-rest L1 probes on the bytes of whole EWT train sentences (seeded order) up to
    ``--pos-train-bytes``, scored on all of EWT test; grouped (the seed's groups) and raw XPOS.
@@ -98,9 +101,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, required=True, help="A byte-LM run directory.")
     parser.add_argument("--imdb-last-bytes", type=int, default=1000)
-    parser.add_argument("--imdb-train", type=int, default=5000)
+    parser.add_argument("--imdb-train", type=int, default=20_000)
     parser.add_argument("--imdb-test", type=int, default=None, help="[all 25,000]")
-    parser.add_argument("--pos-train-bytes", type=int, default=120_000)
+    parser.add_argument("--pos-train-bytes", type=int, default=150_000)
     parser.add_argument("--emergence-sst-train", type=int, default=1000)
     parser.add_argument("--emergence-pos-train-bytes", type=int, default=10_000)
     parser.add_argument("--emergence-pos-test", type=int, default=500)
@@ -119,6 +122,9 @@ def main() -> None:
     log("SST-2")
     sst = pipeline.sentiment(loaded, probes / "sentiment-sst2", batch_size=args.batch_size,
                              log=log)  # fmt: skip
+    log("SST-2, raw")
+    sst_raw = pipeline.sentiment(loaded, None, batch_size=args.batch_size, bow=False, raw=True,
+                                 log=log)  # fmt: skip
     log(f"IMDB (last {args.imdb_last_bytes} bytes)")
     imdb = pipeline.sentiment(loaded, probes / "sentiment-imdb", dataset="imdb",
                               last_bytes=args.imdb_last_bytes, n_train=args.imdb_train,
@@ -139,6 +145,9 @@ def main() -> None:
         "sst_final_cell_acc": sst["poolings"]["final_cell"]["test_acc"],
         "sst_mean_cell_acc": sst["poolings"]["mean_cell"]["test_acc"],
         "sst_mean_hidden_acc": sst["poolings"]["mean_hidden"]["test_acc"],
+        "sst_mean_cell_hidden_acc": sst["poolings"]["mean_cell_hidden"]["test_acc"],
+        "sst_raw": {p: v["test_acc"] for p, v in sst_raw["poolings"].items()},
+        "sst_raw_all_acc": sst_raw["all_acc"],
         "sst_one_neuron_acc": sst["one_neuron_acc"],
         "sst_one_neuron_index": sst["one_neuron_index"],
         "sst_nonzero_weights": sst["poolings"][sst["best_pooling"]]["n_nonzero"],
@@ -147,6 +156,7 @@ def main() -> None:
         "imdb_all_acc": imdb["all_acc"],
         "imdb_best_pooling": imdb["best_pooling"],
         "imdb_final_cell_acc": imdb["poolings"]["final_cell"]["test_acc"],
+        "imdb_poolings": {p: v["test_acc"] for p, v in imdb["poolings"].items()},
         "imdb_one_neuron_acc": imdb["one_neuron_acc"],
         "imdb_bow_acc": imdb["bow"]["test_acc"],
         "imdb_majority_acc": imdb["majority"]["test_acc"],

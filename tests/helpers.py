@@ -225,5 +225,15 @@ def synthetic_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
     return HNLMLayout(vocab, top_of_word, top_of_tag, members)
 
 
+def shared_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
+    """``synthetic_layout``'s classes with the shared index maps (word id = top id)."""
+    from nslm.models.heads import HNLMLayout
+
+    base = synthetic_layout(vocab, n_classes, seed)
+    top_of_word = np.where(base.top_of_word >= 0, np.arange(vocab), -1)
+    top_of_tag = np.concatenate([[-1], vocab + np.arange(n_classes)]).astype(np.int64)
+    return HNLMLayout(vocab, top_of_word, top_of_tag, base.members)
+
+
 def total_mass(log_dist: torch.Tensor) -> np.ndarray:
     return torch.logsumexp(log_dist.detach().double(), dim=-1).exp().numpy()

@@ -60,6 +60,8 @@ def test_final_and_mean_states_agree_with_per_byte_states(loaded) -> None:
             assert not states["final_cell"][i].any() and not states["mean_cell"][i].any()
     for key in ("final_cell", "mean_cell", "mean_hidden"):
         assert states[key].shape == (len(TEXTS), 32) and states[key].dtype == np.float32
+    both = np.concatenate([states["mean_cell"], states["mean_hidden"]], axis=1)
+    np.testing.assert_array_equal(states["mean_cell_hidden"], both)
 
 
 def test_mean_hidden_is_the_mean_lstm_output(loaded) -> None:

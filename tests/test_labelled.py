@@ -16,6 +16,7 @@ from nslm.data.labelled import (
     TaggedSentence,
     Token,
     byte_tags,
+    detokenise_ptb,
     parse_conllu,
     read_ewt,
     read_imdb,
@@ -170,3 +171,27 @@ def test_bad_input_is_one_error(tmp_path: Path) -> None:
         read_sst2("test", tmp_path)
     with pytest.raises(NslmError, match="expected label<TAB>text"):
         read_imdb("train", _imdb_dir(tmp_path, ["1 no tab\n"]))
+
+
+@pytest.mark.parametrize(
+    ("tokens", "plain"),
+    [
+        ("it 's a film , wo n't -lrb- really -rrb- .", "It's a film, won't (really)."),
+        ("`` great '' ; ca n't stop !", '"great"; can\'t stop!'),
+        ("10 % of $ 5 is n't much ?", "10% of $5 isn't much?"),
+        ("", ""),
+    ],
+)
+def test_detokenise_ptb(tokens: str, plain: str) -> None:
+    assert detokenise_ptb(tokens) == plain
+
+
+@needs_labelled
+def test_detokenised_sst2_keeps_every_word() -> None:
+    """Detokenising moves spaces, brackets and quotes only: the letters of each sentence stay."""
+    brackets = {"-lrb-", "-rrb-", "-lsb-", "-rsb-"}
+    for text in read_sst2("dev", _shared()).texts:
+        words = " ".join(w for w in text.split() if w not in brackets)
+        plain = detokenise_ptb(text)
+        assert [c for c in plain.lower() if c.isalnum()] == [c for c in words if c.isalnum()]
+        assert " ," not in plain and " n't" not in plain and "-lrb-" not in plain

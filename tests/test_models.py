@@ -16,6 +16,7 @@ BACKBONES = {
     "lstm-locked": ["model='lstm'", "locked_dropout=true"],
     "awd": ["model='awd'", "weight_drop=0.3", "embed_dropout=0.1", "num_layers=3"],
     "awd-tied": ["model='awd'", "tie_weights=true", "softmax='full'", "weight_drop=0.3"],
+    "lstm-tied": ["model='lstm'", "tie_weights=true", "hidden_size=16", "locked_dropout=true"],
     "transformer": ["model='transformer'", "n_heads=2", "ff_size=48"],
     "fixed-window": ["model='fixed-window'", "context=3"],
 }

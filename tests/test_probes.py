@@ -109,11 +109,17 @@ def test_sentiment_probe_on_planted_features_and_text() -> None:
             f"{words[1 - t] if rng.random() < 0.33 else 'meh'} film {j}" for j, t in enumerate(y)
         ]
         splits[name] = LabelledTexts(texts, y)
-        features[name] = {"final_cell": X, "mean_cell": X[:, ::-1].copy(), "mean_hidden": X * 2}
+        features[name] = {
+            "final_cell": X,
+            "mean_cell": X[:, ::-1].copy(),
+            "mean_hidden": X * 2,
+            "mean_cell_hidden": np.concatenate([X[:, ::-1], X * 2], axis=1),
+        }
     result = probe_sentiment(features, splits)
     s = result.summary
     assert s["poolings"]["final_cell"]["neuron"] == 17
     assert s["poolings"]["mean_cell"]["neuron"] == 64 - 1 - 17
+    assert s["poolings"]["mean_cell_hidden"]["neuron"] in (64 - 1 - 17, 64 + 17)
     assert s["all_acc"] > 0.9 and s["one_neuron_acc"] > 0.9
     assert 0.4 < s["majority"]["test_acc"] < 0.6
     assert s["bow"]["test_acc"] < s["all_acc"]
@@ -171,3 +177,33 @@ def test_take_bytes_takes_whole_sentences_in_a_seeded_order() -> None:
     assert sum(len(s.tokens[0].text) for s in first) >= 50
     assert sum(len(s.tokens[0].text) for s in first[:-1]) < 50
     assert take_bytes(sentences, None) == sentences
+
+
+def test_texts_are_framed_as_reviews_after_the_cut() -> None:
+    from nslm.probes.sentiment import framed
+
+    assert framed(["a good film", "é"]) == [b"\na good film ", b"\n\xc3\xa9 "]
+    assert framed(["a good film"], last_bytes=4) == [b"\nfilm "]  # cut first, then framed
+    assert framed(["a good film"], last_bytes=4, frame=False) == [b"film"]
+    with pytest.raises(NslmError, match="last_bytes"):
+        framed(["x"], last_bytes=0)
+
+
+def test_pos_bytes_are_read_after_the_separator_and_its_row_dropped() -> None:
+    from nslm.data.labelled import Token
+    from nslm.probes.pos import byte_dataset
+
+    seen: list[bytes] = []
+
+    def extractor(loaded, texts: list[bytes], batch_size: int) -> list[np.ndarray]:
+        seen.extend(texts)
+        # state j = the byte read at j, so the rows say which bytes they belong to
+        return [np.frombuffer(t, dtype=np.uint8)[:, None].astype(np.float32) for t in texts]
+
+    sentence = TaggedSentence([Token("Hi", [("Hi", "UH")], True), Token("you", [("you", "PRP")])])
+    framed = byte_dataset(None, [sentence], extractor=extractor)
+    assert seen == [b"\nHi you"]
+    assert bytes(framed.X[:, 0].astype(np.uint8)) == b"Hi you"  # no row for the newline
+    assert framed.tags.tolist() == ["UH", "UH", "SPACE", "PRP", "PRP", "PRP"]
+    raw = byte_dataset(None, [sentence], extractor=extractor, frame=False)
+    assert seen[-1] == b"Hi you" and np.array_equal(raw.X, framed.X)

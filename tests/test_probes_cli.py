@@ -55,7 +55,13 @@ def test_probe_sentiment(tiny_byte_run: Path, labelled_dir: Path, tmp_path: Path
     assert main(["probe", "sentiment", str(tiny_byte_run), "-o", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary == json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    assert set(summary["poolings"]) == {"final_cell", "mean_cell", "mean_hidden"}
+    assert set(summary["poolings"]) == {
+        "final_cell",
+        "mean_cell",
+        "mean_hidden",
+        "mean_cell_hidden",
+    }
+    assert summary["framed"] is True
     assert summary["sizes"] == {"train": 120, "dev": 40, "test": 40}
     for key in ("all_acc", "one_neuron_acc"):
         assert 0.0 <= summary[key] <= 1.0

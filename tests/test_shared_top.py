@@ -10,16 +10,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from helpers import HEAD_CASES, synthetic_layout, total_mass
-from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
-
-
-def shared_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
-    """``synthetic_layout``'s classes with the shared index maps (word id = top id)."""
-    base = synthetic_layout(vocab, n_classes, seed)
-    top_of_word = np.where(base.top_of_word >= 0, np.arange(vocab), -1)
-    top_of_tag = np.concatenate([[-1], vocab + np.arange(n_classes)]).astype(np.int64)
-    return HNLMLayout(vocab, top_of_word, top_of_tag, base.members)
+from helpers import HEAD_CASES, shared_layout, synthetic_layout, total_mass
+from nslm.models.heads import HNLMHead, NNLMHead
 
 
 def shared_heads(vocab: int, n_classes: int, dim: int, kind: str, seed: int):

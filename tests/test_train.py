@@ -312,3 +312,24 @@ def test_ddp_resume_errors_are_one_line_before_any_launch(
     assert main(["train", "--resume", str(run)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def test_a_bf16_run_is_evaluated_in_float32(tmp_path: Path) -> None:
+    """Trained under bf16 autocast, scored in float32: the reported test perplexity is the
+    float32 one, which a bf16 pass over the same weights does not reproduce."""
+    cfg = load_config(TINY, ["bf16=true", "max_steps=20", "valid_tokens=1000", "test_tokens=1500"])
+    results = train(cfg, tmp_path / "run")
+    loaded = load_run(tmp_path / "run")
+    test = head_of(loaded.corpus.test, 1500)
+    scorer = Scorer(loaded.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt)
+    assert scorer.score(test).perplexity("nnlm") == pytest.approx(
+        results["test_ppl_nnlm"], rel=1e-9
+    )
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        h, _ = loaded.model.features(
+            torch.from_numpy(test.token_ids[:50].astype(np.int64))[:, None]
+        )
+    assert h.dtype == torch.bfloat16  # what scoring would see, were it to run under autocast
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # an outer autocast is switched off too
+        inside = Scorer(loaded.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt).score(test)
+    assert inside.perplexity("nnlm") == pytest.approx(results["test_ppl_nnlm"], rel=1e-6)

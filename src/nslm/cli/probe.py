@@ -81,6 +81,11 @@ def probe_group() -> None:
     help="IMDB test reviews: the first N of the shuffled test file [all 25,000].",
 )
 @click.option("--no-bow", is_flag=True, help="Skip the TF-IDF bag-of-words baseline.")
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="Read the texts as they are: no review framing, SST-2 left PTB-tokenised.",
+)
 @out_option(
     "Folder for the summary, probes and figures [RUN/probes/sentiment-DATA].", directory=True
 )
@@ -88,9 +93,13 @@ def probe_group() -> None:
 @_no_figures
 @_json
 def sentiment_command(run: Path, dataset: str, last_bytes: int | None, n_train: int | None,
-                      n_dev: int, n_test: int | None, no_bow: bool, out: Path | None,
-                      batch_size: int, no_figures: bool, as_json: bool) -> None:  # fmt: skip
-    """Sentiment probe: final cell, mean cell and mean hidden state of each text.
+                      n_dev: int, n_test: int | None, no_bow: bool, raw: bool,
+                      out: Path | None, batch_size: int, no_figures: bool, as_json: bool
+                      ) -> None:  # fmt: skip
+    """Sentiment probe: final cell, mean cell, mean hidden state and both means of each text.
+
+    Each text is read as a review in the LM's training stream (after the separator, then a
+    space); SST-2 is detokenised first (``--raw``: neither).
 
     Per feature, L1 logistic regression with C chosen on dev; test accuracy, non-zero
     weights, and the neuron with the largest |weight| thresholded alone (on train). The
@@ -105,7 +114,8 @@ def sentiment_command(run: Path, dataset: str, last_bytes: int | None, n_train: 
     out = out or run / "probes" / f"sentiment-{dataset}"
     summary = pipeline.sentiment(
         loaded, out, dataset=dataset, last_bytes=last_bytes, n_train=n_train, n_dev=n_dev,
-        n_test=n_test, batch_size=batch_size, bow=not no_bow, figures=not no_figures, log=_log,
+        n_test=n_test, batch_size=batch_size, bow=not no_bow, figures=not no_figures, raw=raw,
+        log=_log,
     )  # fmt: skip
     click.echo(json_text(summary) if as_json else render_sentiment(summary))
 
@@ -113,18 +123,19 @@ def sentiment_command(run: Path, dataset: str, last_bytes: int | None, n_train: 
 def render_sentiment(s: dict) -> str:
     sizes = ", ".join(f"{k} {v:,}" for k, v in s["sizes"].items())
     cut = f", last {s['last_bytes']} bytes" if s["last_bytes"] else ""
+    cut += ", framed as reviews" if s.get("framed") else ", raw"
     lines = [f"{s['dataset']} ({sizes}{cut}): test accuracy", ""]
-    lines.append(f"{'features':<14}{'C':>7}{'dev':>8}{'test':>8}{'non-zero':>10}"
+    lines.append(f"{'features':<18}{'C':>7}{'dev':>8}{'test':>8}{'non-zero':>10}"
                  f"{'neuron':>8}{'alone':>8}")  # fmt: skip
     for name, p in s["poolings"].items():
         best = " *" if name == s["best_pooling"] else ""
-        lines.append(f"{name:<14}{p['C']:>7g}{p['dev_acc']:>8.3f}{p['test_acc']:>8.3f}"
+        lines.append(f"{name:<18}{p['C']:>7g}{p['dev_acc']:>8.3f}{p['test_acc']:>8.3f}"
                      f"{p['n_nonzero']:>6}/{p['n_neurons']:<4}{p['neuron']:>7}"
                      f"{p['neuron_test_acc']:>8.3f}{best}")  # fmt: skip
     if "bow" in s:
-        lines.append(f"{'TF-IDF + LR':<14}{s['bow']['C']:>7g}{s['bow']['dev_acc']:>8.3f}"
+        lines.append(f"{'TF-IDF + LR':<18}{s['bow']['C']:>7g}{s['bow']['dev_acc']:>8.3f}"
                      f"{s['bow']['test_acc']:>8.3f}")  # fmt: skip
-    lines.append(f"{'majority':<14}{'':>15}{s['majority']['test_acc']:>8.3f}")
+    lines.append(f"{'majority':<18}{'':>15}{s['majority']['test_acc']:>8.3f}")
     lines.append("")
     lines.append("* best on dev; 'alone': the neuron with the largest |weight|, one threshold "
                  "fitted on train")  # fmt: skip

@@ -40,6 +40,8 @@ def validate(cfg: TrainConfig) -> None:
         raise NslmError("config key 'batch_size' must be divisible by 'processes'")
     if cfg.sparse_embedding:
         _check_sparse_embedding(cfg)
+    if cfg.tie_weights:
+        _check_tying(cfg)
     if cfg.model == "transformer" and cfg.hidden_size % cfg.n_heads:
         raise NslmError("transformer: hidden_size must be divisible by n_heads")
     _check_word_pos(cfg)
@@ -126,6 +128,20 @@ def _check_sparse_embedding(cfg: TrainConfig) -> None:
     if cfg.optimizer == "adamw" or (cfg.optimizer == "sgd" and cfg.momentum):
         raise NslmError("config key 'sparse_embedding' needs optimizer 'adam', or 'sgd' "
                         "without momentum")  # fmt: skip
+
+
+def _check_tying(cfg: TrainConfig) -> None:
+    if cfg.model not in ("lstm", "awd") or "nnlm" not in cfg.heads:
+        raise NslmError("config key 'tie_weights' needs model 'lstm' or 'awd' and an nnlm head")
+    if cfg.model == "awd" and cfg.softmax == "full":
+        return  # the softmax's matrix is the learnt part of the embedding table
+    if cfg.grounded or cfg.sparse_embedding:
+        raise NslmError("config key 'tie_weights' does not go with 'grounded' or "
+                        "'sparse_embedding' (the input table is the softmax's)")  # fmt: skip
+    # awd's last layer has emb_size units when tied; an lstm's has hidden_size
+    if cfg.model == "lstm" and cfg.emb_size != cfg.hidden_size:
+        raise NslmError("config key 'tie_weights' needs emb_size = hidden_size (the softmax's "
+                        "input width)")  # fmt: skip
 
 
 def class_rules_of(cfg: TrainConfig) -> tuple:

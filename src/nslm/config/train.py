@@ -40,7 +40,9 @@ class TrainConfig:
     hidden_size: int = 512
     num_layers: int = 2
     dropout: float = 0.3
-    tie_weights: bool = False  # awd: the NNLM head's embedding is the input embedding
+    # the input embeddings are the NNLM softmax's weights: awd (full softmax), or lstm (full,
+    # or adaptive input tied to the adaptive softmax; models/adaptive_input.py)
+    tie_weights: bool = False
     weight_drop: float = 0.0  # awd: DropConnect on the hidden-to-hidden weights
     embed_dropout: float = 0.0  # awd: drop whole word types from the embedding
     locked_dropout: bool = False  # one dropout mask per sequence, not per step (lstm, awd)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import lzma
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,28 @@ def read_sst2(split: str, data_dir: Path | str | None = None) -> LabelledTexts:
         raise NslmError(f"SST-2 has no split {split!r} (one of {', '.join(SST2_SPLITS)})")
     path = dataset_dir("sst2", data_dir) / f"{split}.txt"
     return _checked(*_labelled_lines(path, " ", "label SPACE sentence"), path)
+
+
+# SST-2 is PTB-tokenised and lower-cased ("it 's a film , wo n't -lrb- ... -rrb-"); a byte LM
+# trained on raw review text reads it better put back the way people type it
+_PTB_BRACKETS = {"-lrb-": "(", "-rrb-": ")", "-lsb-": "[", "-rsb-": "]", "``": '"', "''": '"'}
+_PTB_CONTRACTIONS = re.compile(r" (n't|'s|'re|'ve|'ll|'d|'m)\b")
+_PTB_SPACE_BEFORE = re.compile(r" ([,.;:!?%)\]])")
+_PTB_SPACE_AFTER = re.compile(r"([(\[$]) ")
+_PTB_QUOTES = re.compile(r'" (.*?) "')
+
+
+def detokenise_ptb(text: str) -> str:
+    """A PTB-tokenised sentence as plain text: brackets and quotes restored, no space before
+    punctuation or a clitic ("wo n't" → "won't"), the first letter capitalised."""
+    for token, plain in _PTB_BRACKETS.items():
+        text = text.replace(token, plain)
+    text = text.replace("wo n't", "won't").replace("ca n't", "can't")
+    text = _PTB_CONTRACTIONS.sub(r"\1", text)
+    text = _PTB_SPACE_BEFORE.sub(r"\1", text)
+    text = _PTB_SPACE_AFTER.sub(r"\1", text)
+    text = _PTB_QUOTES.sub(r'"\1"', text)
+    return text[:1].upper() + text[1:]
 
 
 def read_imdb(

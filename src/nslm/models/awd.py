@@ -9,18 +9,22 @@ from torch import Tensor, nn
 from torch.func import functional_call
 
 from nslm.config import TrainConfig
-from nslm.models.grounding import GroundedEmbedding, input_width, make_embedding
+from nslm.models.grounding import input_width, make_embedding
 from nslm.models.lstm import State, locked_dropout
 
 
 def embedding_dropout(embed: nn.Module, x: Tensor, p: float, training: bool) -> Tensor:
-    """Drop whole word types: every occurrence of a dropped type gets a zero vector."""
+    """Drop whole word types: every occurrence of a dropped type gets a zero vector.
+
+    The mask is drawn per type and applied to the looked-up rows (the same as masking the
+    table's rows), so any embedding module works: a grounded one (a type is dropped whole,
+    its fixed dimensions included) or one tied to the softmax.
+    """
     if not training or p == 0.0:
         return embed(x)
-    # A grounded type is dropped whole, its fixed dimensions included.
-    weight = embed.full_weight() if isinstance(embed, GroundedEmbedding) else embed.weight
-    keep = torch.empty(weight.shape[0], 1).bernoulli_(1 - p) / (1 - p)
-    return F.embedding(x, weight * keep)
+    n_types = int(x.max()) + 1
+    keep = torch.empty(n_types, 1, device=x.device).bernoulli_(1 - p) / (1 - p)
+    return embed(x) * F.embedding(x, keep)
 
 
 class AWDBackbone(nn.Module):
@@ -42,8 +46,9 @@ class AWDBackbone(nn.Module):
         self.p_embed = cfg.embed_dropout
         self.p_weight = cfg.weight_drop
         self.out_dim = last
-        # Tying shares the learnt table only (GroundedEmbedding.weight is its trainable part).
-        self.tie_target = self.embed if cfg.tie_weights else None
+        # Tying a full softmax shares the learnt table only (GroundedEmbedding.weight is its
+        # trainable part); an adaptive one is tied by LanguageModel (models/adaptive_input.py)
+        self.tie_target = self.embed if cfg.tie_weights and cfg.softmax == "full" else None
 
     def _run_layer(self, layer: nn.LSTM, x: Tensor, prev: State) -> tuple[Tensor, State]:
         if not self.training or self.p_weight == 0.0:

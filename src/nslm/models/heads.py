@@ -49,16 +49,22 @@ class SoftmaxLayer(nn.Module):
         else:
             self.linear = nn.Linear(in_dim, n_out)
 
+    # PyTorch's adaptive softmax mixes the dtypes of its clusters under bf16 autocast
+    # (index_copy_ of bf16 into float32), so it runs in float32 whatever the caller's
+    # autocast; the shared top level (shared_top.py) reads its logits itself and keeps bf16.
+
     def nll(self, h: Tensor, targets: Tensor) -> Tensor:
         """−log P(target | h) per row; exact for both kinds."""
         if self.kind == "adaptive":
-            return -self.adaptive(h, targets).output.float()
+            with torch.autocast(h.device.type, enabled=False):
+                return -self.adaptive(h.float(), targets).output
         return F.cross_entropy(self.linear(h).float(), targets, reduction="none")
 
     def log_prob(self, h: Tensor) -> Tensor:
         """log P(k | h) for every output k: shape (N, n_out), rows sum to 1 in prob space."""
         if self.kind == "adaptive":
-            return self.adaptive.log_prob(h).float()
+            with torch.autocast(h.device.type, enabled=False):
+                return self.adaptive.log_prob(h.float())
         return F.log_softmax(self.linear(h).float(), dim=-1)
 
 

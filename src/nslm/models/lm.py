@@ -61,11 +61,15 @@ class LanguageModel(nn.Module):
         self.heads = nn.ModuleDict({name: heads[name] for name in self.head_names})
         self.weights = {"nnlm": 1.0, "hnlm": cfg.hnlm_weight}
         tie = getattr(self.backbone, "tie_target", None)
-        if cfg.tie_weights and "nnlm" in heads and tie is not None:
+        if cfg.tie_weights and "nnlm" in heads and tie is not None:  # awd
             softmax = heads["nnlm"].softmax
             if softmax.kind != "full":
                 raise ValueError("tie_weights needs softmax = 'full'")
             softmax.linear.weight = tie.weight
+        elif cfg.tie_weights and cfg.model in ("lstm", "awd"):
+            from nslm.models.adaptive_input import tie_input_to_output
+
+            tie_input_to_output(self.backbone, heads["nnlm"].softmax)
 
     def features(self, x: Tensor, state: Any = None) -> tuple[Tensor, Any]:
         """Backbone features (T, B, D) for inputs x (T, B), and the state to carry on."""

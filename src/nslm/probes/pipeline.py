@@ -34,9 +34,12 @@ def _quiet(_: str) -> None:
 
 def sentiment(loaded, out: Path | None, *, dataset: str = "sst2", last_bytes: int | None = None,
               n_train: int | None = None, n_dev: int = 500, n_test: int | None = None,
-              batch_size: int = 128, bow: bool = True, figures: bool = True,
+              batch_size: int = 128, bow: bool = True, figures: bool = True, raw: bool = False,
               data_dir: Path | str | None = None, log: Log = _quiet) -> dict:  # fmt: skip
     """The sentiment probe of ``dataset`` (``sst2`` or ``imdb``); returns the summary.
+
+    Texts are framed as reviews and SST-2 is detokenised (:mod:`nslm.probes.sentiment`)
+    unless ``raw``; the bag-of-words baseline reads the same texts.
 
     SST-2 reads whole sentences; ``n_train`` limits its train split. IMDB: ``n_train``
     (default 2,000) and ``n_dev`` reviews of the shuffled train file, ``n_test`` of the
@@ -44,13 +47,14 @@ def sentiment(loaded, out: Path | None, *, dataset: str = "sst2", last_bytes: in
     """
     start = time.perf_counter()
     if dataset == "sst2":
-        splits = sst2_splits(data_dir, n_train=n_train)
+        splits = sst2_splits(data_dir, n_train=n_train, detokenise=not raw)
     else:
         splits = imdb_splits(data_dir, n_train=n_train or 2000, n_dev=n_dev, n_test=n_test)
-    features = extract_features(loaded, splits, last_bytes=last_bytes, batch_size=batch_size,
-                                log=log)  # fmt: skip
+    features = extract_features(loaded, splits, last_bytes=last_bytes, frame=not raw,
+                                batch_size=batch_size, log=log)  # fmt: skip
     result = probe_sentiment(features, splits, bow=bow, log=log)
-    summary = {"dataset": dataset, "last_bytes": last_bytes, **result.summary}
+    summary = {"dataset": dataset, "last_bytes": last_bytes, "framed": not raw,
+               **result.summary}  # fmt: skip
     summary["seconds"] = time.perf_counter() - start
     if out is None:
         return summary

@@ -2,11 +2,18 @@
 
 Features per text (:func:`nslm.probes.states.final_states`): ``final_cell``, the cell state
 after the last byte (the seed's choice, after Radford et al. 2017), and two poolings over the
-text, ``mean_cell`` and ``mean_hidden``. Per feature kind, C is chosen on dev and the probe
+text, ``mean_cell`` and ``mean_hidden``, and both means side by side (``mean_cell_hidden``,
+whose neuron indices ≥ H are hidden units). Per feature kind, C is chosen on dev and the probe
 fitted on train; the best kind *on dev* gives the headline test accuracy. The neuron with the
 largest |weight| of that probe, thresholded alone (threshold fitted on train), is the
 "sentiment neuron". Beside them, on the same splits: TF-IDF (word uni+bigrams) + logistic
 regression, and the majority class of train.
+
+Each text is read the way the LM met a review in training (:func:`framed`): after the
+separator that ends the previous review, and followed by a space (Radford et al. 2017 frame
+their inputs the same way); SST-2's PTB tokens are put back into plain text first
+(:func:`nslm.data.labelled.detokenise_ptb`). From the zero state with no separator, the LSTM
+reads the first bytes as the middle of some review, and the probes lose points (docs/probes.md).
 
 IMDB has no dev split: dev is taken from the (seeded-shuffled) train file after the train
 subset, and reviews may be cut to their last ``last_bytes`` bytes (extraction time grows with
@@ -23,11 +30,12 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-from nslm.data.labelled import LabelledTexts, read_imdb, read_sst2
+from nslm.data.bytes import ARTICLE_END
+from nslm.data.labelled import LabelledTexts, detokenise_ptb, read_imdb, read_sst2
 from nslm.errors import NslmError
 from nslm.probes.estimators import C_GRID, L1Probe, NeuronThreshold, fit_on_dev
 
-POOLINGS = ("final_cell", "mean_cell", "mean_hidden")
+POOLINGS = ("final_cell", "mean_cell", "mean_hidden", "mean_cell_hidden")
 SPLITS = ("train", "dev", "test")
 BOW_GRID = (0.3, 1.0, 3.0, 10.0, 30.0)
 
@@ -35,14 +43,19 @@ BOW_GRID = (0.3, 1.0, 3.0, 10.0, 30.0)
 Extractor = Callable[..., dict[str, np.ndarray]]
 
 
-def sst2_splits(data_dir: Path | str | None = None, *, n_train: int | None = None
-                ) -> dict[str, LabelledTexts]:  # fmt: skip
-    """SST-2 train (its first ``n_train`` sentences, all when None), dev and test."""
-    return {
+def sst2_splits(data_dir: Path | str | None = None, *, n_train: int | None = None,
+                detokenise: bool = True) -> dict[str, LabelledTexts]:  # fmt: skip
+    """SST-2 train (its first ``n_train`` sentences, all when None), dev and test, as plain
+    text unless ``detokenise`` is False."""
+    splits = {
         "train": read_sst2("train", data_dir).head(n_train),
         "dev": read_sst2("dev", data_dir),
         "test": read_sst2("test", data_dir),
     }
+    if detokenise:
+        for name, data in splits.items():
+            splits[name] = LabelledTexts([detokenise_ptb(t) for t in data.texts], data.labels)
+    return splits
 
 
 def imdb_splits(data_dir: Path | str | None = None, *, n_train: int = 2000, n_dev: int = 500,
@@ -61,8 +74,19 @@ def imdb_splits(data_dir: Path | str | None = None, *, n_train: int = 2000, n_de
     }
 
 
+def framed(texts: list[str], last_bytes: int | None = None, frame: bool = True) -> list[bytes]:
+    """The bytes the probe reads of each text: its last ``last_bytes`` (all when None), after
+    the review separator and before a space when ``frame``, as a review sits in the stream."""
+    data = [t.encode("utf-8") for t in texts]
+    if last_bytes is not None:
+        if last_bytes < 1:
+            raise NslmError("last_bytes must be positive")
+        data = [d[-last_bytes:] for d in data]
+    return [ARTICLE_END + d + b" " for d in data] if frame else data
+
+
 def extract_features(loaded, splits: dict[str, LabelledTexts], *, last_bytes: int | None = None,
-                     batch_size: int = 64, extractor: Extractor | None = None,
+                     frame: bool = True, batch_size: int = 64, extractor: Extractor | None = None,
                      log: Callable[[str], None] = lambda _: None
                      ) -> dict[str, dict[str, np.ndarray]]:  # fmt: skip
     """Per split, the pooled states of every text: ``{split: {pooling: (N, H)}}``."""
@@ -70,9 +94,9 @@ def extract_features(loaded, splits: dict[str, LabelledTexts], *, last_bytes: in
         from nslm.probes.states import final_states as extractor
     features = {}
     for name, data in splits.items():
-        n_bytes = sum(min(len(t.encode("utf-8")), last_bytes or 1 << 62) for t in data.texts)
-        log(f"states of {len(data):,} {name} texts ({n_bytes:,} bytes)")
-        features[name] = extractor(loaded, data.texts, last_bytes=last_bytes, batch_size=batch_size)
+        texts = framed(data.texts, last_bytes, frame)
+        log(f"states of {len(data):,} {name} texts ({sum(map(len, texts)):,} bytes)")
+        features[name] = extractor(loaded, texts, batch_size=batch_size)
     return features
 
 

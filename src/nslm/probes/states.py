@@ -90,7 +90,8 @@ def final_states(
     batch_size: int = 64,
 ) -> dict[str, np.ndarray]:
     """For each text: "final_cell" (the cell state after its last byte), "mean_cell" and
-    "mean_hidden" (means over its bytes), each (N, H) float32. ``last_bytes``: only the
+    "mean_hidden" (means over its bytes), each (N, H) float32, and "mean_cell_hidden" (both
+    means side by side, (N, 2H)). ``last_bytes``: only the
     text's last N bytes are read. Texts are sorted by length and padded on the right; each
     text's state is read at its own last byte, so padding never leaks (batched == one by one).
 
@@ -121,10 +122,13 @@ def final_states(
 
     _each_batch(loaded, data, batch_size, read, "final_states")
     counts = np.maximum(np.array([len(d) for d in data], dtype=np.float64), 1.0)[:, None]
+    mean_cell = (sum_cell / counts).astype(np.float32)
+    mean_hidden = (sum_hidden / counts).astype(np.float32)
     return {
         "final_cell": final,
-        "mean_cell": (sum_cell / counts).astype(np.float32),
-        "mean_hidden": (sum_hidden / counts).astype(np.float32),
+        "mean_cell": mean_cell,
+        "mean_hidden": mean_hidden,
+        "mean_cell_hidden": np.concatenate([mean_cell, mean_hidden], axis=1),
     }
 
 

@@ -56,12 +56,12 @@ def model_device(model: torch.nn.Module) -> torch.device:
 
 @torch.no_grad()
 def feature_batches(
-    model: LanguageModel, split: Split, *, batch_size: int = 16, bptt: int = 70, bf16: bool = False
+    model: LanguageModel, split: Split, *, batch_size: int = 16, bptt: int = 70
 ) -> Iterator[tuple[Tensor, Tensor, Tensor, np.ndarray]]:
     """(features, targets, classes, split positions) for every scored position, in windows.
 
-    ``bf16`` runs the backbone under bfloat16 autocast; the features come out float32. The
-    tensors are on the model's device.
+    Always float32, also for a model trained under bf16 autocast: a reported perplexity
+    must not depend on the training precision. The tensors are on the model's device.
     """
     n = len(split)
     batch_size = max(1, min(batch_size, n // 2))
@@ -73,7 +73,7 @@ def feature_batches(
     try:
         for _, (x, y, c, pos) in streams.batches(bptt):
             x_in = torch.from_numpy(x).to(device).long()
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            with torch.autocast(device.type, enabled=False):
                 h, state = model.features(x_in, state)
             keep = pos.reshape(-1) >= 0
             hv = h.reshape(-1, h.shape[-1])[torch.from_numpy(keep).to(device)].float()
@@ -152,13 +152,12 @@ class Scorer:
         *,
         batch_size: int = 16,
         bptt: int = 70,
-        bf16: bool = False,
         keep_features: bool = False,
         accuracy: bool = False,
     ) -> None:
         self.model = model
         self.classes = classes if classes is not None else NeuralOnly(model)
-        self.batch_size, self.bptt, self.bf16 = batch_size, bptt, bf16
+        self.batch_size, self.bptt = batch_size, bptt
         self.keep_features = keep_features
         # the argmax of the NNLM's full distribution at each position: one more pass over
         # the output layer (cheap for 256 bytes, not for a 33k-word softmax), so on request
@@ -166,9 +165,7 @@ class Scorer:
         self._memo: dict[tuple[str, int], SplitScores] = {}
 
     def batches(self, split: Split) -> Iterator[tuple[Tensor, Tensor, Tensor, np.ndarray]]:
-        return feature_batches(
-            self.model, split, batch_size=self.batch_size, bptt=self.bptt, bf16=self.bf16
-        )
+        return feature_batches(self.model, split, batch_size=self.batch_size, bptt=self.bptt)
 
     @torch.no_grad()
     def score(self, split: Split, parts: Sequence[str] | None = None) -> SplitScores:

@@ -100,8 +100,7 @@ class StreamLMTask:
         """The one scoring pass over the heads (no micro-models yet), as evaluation runs it."""
         cfg = self.cfg
         return Scorer(
-            self.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt, bf16=cfg.bf16,
-            accuracy=self.byte_lm,
+            self.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt, accuracy=self.byte_lm,
         )  # fmt: skip
 
     def validate(self) -> dict[str, float]:
