@@ -25,7 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TINY_MICRO_CLASSES, copy_run, train_tiny_byte_lm, train_tiny_nslm
+from helpers import (
+    TINY_MICRO_CLASSES,
+    copy_run,
+    train_tiny_byte_lm,
+    train_tiny_nslm,
+    write_labelled_data,
+)
 from nslm.data import PreparedCorpus, prepare_corpus
 
 NO_DATA = "needs $NSLM_DATA_DIR with wikitext-2 (CI sets it)"
@@ -149,3 +155,11 @@ def tiny_byte_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_nslm_copy(tiny_nslm_run: Path, tmp_path: Path) -> Path:
     """A private copy of ``tiny_nslm_run`` for a test that writes into the run."""
     return copy_run(tiny_nslm_run, tmp_path / "tiny")
+
+
+@pytest.fixture
+def labelled_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$NSLM_DATA_DIR with small synthetic sst2/ and ud-english-ewt/ folders."""
+    root = write_labelled_data(tmp_path / "data")
+    monkeypatch.setenv("NSLM_DATA_DIR", str(root))
+    return root

@@ -5,6 +5,7 @@ No test module imports from another test module: what two modules share is here.
 
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import subprocess
@@ -237,3 +238,38 @@ def shared_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
 
 def total_mass(log_dist: torch.Tensor) -> np.ndarray:
     return torch.logsumexp(log_dist.detach().double(), dim=-1).exp().numpy()
+
+
+# -- labelled text for the probes ------------------------------------------------------------
+
+SENTIMENT_WORDS = {0: ["bad", "awful", "dull"], 1: ["great", "fine", "good"]}
+TAGGED = [("the", "DT"), ("movie", "NN"), ("was", "VBD"), ("great", "JJ"), ("actors", "NNS"),
+          ("play", "VBP"), ("well", "RB"), ("café", "NN")]  # fmt: skip
+
+
+def _sst_lines(n: int, seed: int) -> str:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n)
+    return "".join(f"{y} the movie was {rng.choice(SENTIMENT_WORDS[y])} .\n" for y in labels)
+
+
+def _conllu(n: int, seed: int) -> str:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        words = [TAGGED[i] for i in rng.integers(0, len(TAGGED), rng.integers(3, 9))]
+        rows = [f"{i}\t{w}\t{w}\tX\t{t}\t_\t0\tdep\t_\t_" for i, (w, t) in enumerate(words, 1)]
+        out.append("\n".join(rows) + "\n\n")
+    return "".join(out)
+
+
+def write_labelled_data(root: Path) -> Path:
+    """Small synthetic sst2/ and ud-english-ewt/ folders under ``root`` (a data directory)."""
+    (root / "sst2").mkdir(parents=True)
+    for i, (split, n) in enumerate([("train", 120), ("dev", 40), ("test", 40)]):
+        (root / "sst2" / f"{split}.txt").write_text(_sst_lines(n, i), encoding="utf-8")
+    (root / "ud-english-ewt").mkdir()
+    for i, (split, n) in enumerate([("train", 60), ("dev", 5), ("test", 20)]):
+        with lzma.open(root / "ud-english-ewt" / f"{split}.conllu.xz", "wt") as handle:
+            handle.write(_conllu(n, i))
+    return root

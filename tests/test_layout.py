@@ -23,7 +23,7 @@ STAGES = {
     "runs": 6,
     "training": 7,
     "evaluation": 8, "generation": 8, "probes": 8,
-    "experiments": 9,
+    "experiments": 9, "pages": 9,
     "cli": 10, "__main__": 10,
 }  # fmt: skip
 

@@ -4,7 +4,6 @@ directory (no corpus needed), and the one-line errors for bad input."""
 from __future__ import annotations
 
 import json
-import lzma
 from pathlib import Path
 
 import numpy as np
@@ -13,41 +12,6 @@ import pytest
 from helpers import assert_one_line_error, run_cli
 from nslm.cli import main
 from nslm.probes.estimators import load_probe
-
-WORDS = {0: ["bad", "awful", "dull"], 1: ["great", "fine", "good"]}
-TAGGED = [("the", "DT"), ("movie", "NN"), ("was", "VBD"), ("great", "JJ"), ("actors", "NNS"),
-          ("play", "VBP"), ("well", "RB"), ("café", "NN")]  # fmt: skip
-
-
-def _sst_lines(n: int, seed: int) -> str:
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, 2, n)
-    return "".join(f"{y} the movie was {rng.choice(WORDS[y])} .\n" for y in labels)
-
-
-def _conllu(n: int, seed: int) -> str:
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        words = [TAGGED[i] for i in rng.integers(0, len(TAGGED), rng.integers(3, 9))]
-        rows = [f"{i}\t{w}\t{w}\tX\t{t}\t_\t0\tdep\t_\t_" for i, (w, t) in enumerate(words, 1)]
-        out.append("\n".join(rows) + "\n\n")
-    return "".join(out)
-
-
-@pytest.fixture
-def labelled_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """$NSLM_DATA_DIR with small synthetic sst2/ and ud-english-ewt/ folders."""
-    root = tmp_path / "data"
-    (root / "sst2").mkdir(parents=True)
-    for i, (split, n) in enumerate([("train", 120), ("dev", 40), ("test", 40)]):
-        (root / "sst2" / f"{split}.txt").write_text(_sst_lines(n, i), encoding="utf-8")
-    (root / "ud-english-ewt").mkdir()
-    for i, (split, n) in enumerate([("train", 60), ("dev", 5), ("test", 20)]):
-        with lzma.open(root / "ud-english-ewt" / f"{split}.conllu.xz", "wt") as handle:
-            handle.write(_conllu(n, i))
-    monkeypatch.setenv("NSLM_DATA_DIR", str(root))
-    return root
 
 
 def test_probe_sentiment(tiny_byte_run: Path, labelled_dir: Path, tmp_path: Path, capsys) -> None:

@@ -15,6 +15,7 @@ from nslm.cli.micro import fit_micro_command, micro_group
 from nslm.cli.ngram import ngram_group
 from nslm.cli.predict import predict_command
 from nslm.cli.probe import probe_group
+from nslm.cli.report import report_command
 from nslm.cli.train import train_command
 from nslm.errors import NslmError
 
@@ -46,6 +47,7 @@ cli.add_command(predict_command)
 cli.add_command(demo_command)
 cli.add_command(experiment_group)
 cli.add_command(probe_group)
+cli.add_command(report_command)
 
 
 def main(argv: list[str] | None = None) -> int:

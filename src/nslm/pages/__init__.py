@@ -1,0 +1,1 @@
+"""Tables and predictions → pages: the HTML report of a run (``nslm report``)."""
