@@ -16,6 +16,7 @@ from nslm.cli.ngram import ngram_group
 from nslm.cli.predict import predict_command
 from nslm.cli.probe import probe_group
 from nslm.cli.report import report_command
+from nslm.cli.serve import serve_command
 from nslm.cli.train import train_command
 from nslm.errors import NslmError
 
@@ -48,6 +49,7 @@ cli.add_command(demo_command)
 cli.add_command(experiment_group)
 cli.add_command(probe_group)
 cli.add_command(report_command)
+cli.add_command(serve_command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,7 @@ def predict_command(run: Path, prompt: str, k: int, lam: float | None, as_json: 
     """
     from nslm.config import total_threads
     from nslm.generation.predict import predict, render
+    from nslm.runs.assets import saved_global_lambda
     from nslm.runs.load import load_run
     from nslm.runs.micro import load_run_micro
     from nslm.scores.passes import use_threads
@@ -47,15 +48,6 @@ def predict_command(run: Path, prompt: str, k: int, lam: float | None, as_json: 
     use_threads(total_threads(loaded.cfg))
     micro = load_run_micro(loaded)
     if lam is None:
-        lam = saved_lambda(run)
+        lam = saved_global_lambda(run)
     result = predict(loaded, micro, prompt, k=k, lam=lam)
     click.echo(json_text(result) if as_json else render(result))
-
-
-def saved_lambda(run: Path) -> float:
-    """The Global λ of the run's last ``nslm eval`` (tuned on valid Global perplexity, the
-    right one for a whole next-token distribution), or 0: the NSLM alone."""
-    from nslm.runs.assets import saved_lambdas
-
-    saved = saved_lambdas(run)
-    return 0.0 if saved is None else saved.lambda_global

@@ -87,11 +87,19 @@ def micro_contexts(
 
 @torch.no_grad()
 def predict(
-    loaded: LoadedRun, micro: dict[str, MicroModel], prompt: str, *, k: int = 10, lam: float = 0.0
+    loaded: LoadedRun,
+    micro: dict[str, MicroModel],
+    prompt: str,
+    *,
+    k: int = 10,
+    lam: float = 0.0,
+    n_within: int = 3,
 ) -> dict[str, Any]:
     """Top-k next tokens under the NNLM and the NSLM, with the NSLM's breakdown (Eq. 4).
 
-    ``lam`` is the ensemble's λ (0 = the NSLM of Eq. 4 alone).
+    ``lam`` is the ensemble's λ (0 = the NSLM of Eq. 4 alone). Per class, its ``n_within``
+    likeliest members with P(w | c), and for a class with a micro-model each member's value
+    and coordinates (a chart of years, a map of places).
     """
     corpus = loaded.corpus
     split, tokens = prompt_split(loaded, prompt)
@@ -130,8 +138,10 @@ def predict(
     for c in np.flatnonzero(np.isfinite(tags)).tolist():
         name = corpus.class_names[c]
         ids, logp = full.within[c]
-        best = np.argsort(-logp[0], kind="stable")[:3]
+        best = np.argsort(-logp[0], kind="stable")[:n_within]
         inside = [{"token": itos[ids[i]], "p_in_class": math.exp(logp[0, i])} for i in best]
+        if name in micro:
+            _add_attributes(inside, micro[name], [int(ids[i]) for i in best])
         classes.append(
             {
                 "class": f"<{name}>",
@@ -160,6 +170,20 @@ def predict(
         "classes": classes,
         "sums": {"nnlm": float(np.exp(nnlm).sum()), "nslm": float(np.exp(nslm).sum())},
     }
+
+
+def _add_attributes(rows: list[dict[str, Any]], model: MicroModel, ids: list[int]) -> None:
+    """Each row's numeric value and (lat, lon) from the micro-model's candidates."""
+    candidates = model.cls.candidates
+    where = {int(v): i for i, v in enumerate(candidates.vocab_ids)}
+    for row, w in zip(rows, ids, strict=True):
+        i = where.get(w)
+        if i is None:
+            continue
+        value, (lat, lon) = candidates.values[i], candidates.coords[i]
+        row["value"] = float(value) if np.isfinite(value) else None
+        if np.isfinite(lat) and np.isfinite(lon):
+            row["lat"], row["lon"] = float(lat), float(lon)
 
 
 # A reading below this share of its token's probability is left out of the printed breakdown

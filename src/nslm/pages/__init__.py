@@ -1,1 +1,2 @@
-"""Tables and predictions → pages: the HTML report of a run (``nslm report``)."""
+"""Tables and predictions → pages: the HTML report of a run (``nslm report``) and the web
+explorer over runs (``nslm serve``)."""

@@ -289,3 +289,10 @@ def saved_lambdas(run_dir: Path | str) -> SavedLambdas | None:
         except (KeyError, ValueError, TypeError, AttributeError, UnicodeDecodeError):
             print(f"warning: ignoring unreadable {path}", file=sys.stderr)
     return next((s for s in found if s.max_tokens == 0), found[0] if found else None)
+
+
+def saved_global_lambda(run_dir: Path | str) -> float:
+    """The Global λ of the run's last ``nslm eval`` (tuned on valid Global perplexity, the
+    right one for a whole next-token distribution), or 0: the NSLM alone."""
+    saved = saved_lambdas(run_dir)
+    return 0.0 if saved is None else saved.lambda_global

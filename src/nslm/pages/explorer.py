@@ -1,0 +1,225 @@
+"""What the web explorer (``nslm serve``) does with one run: the library calls behind its API.
+
+A :class:`RunView` loads a run once at start-up and answers:
+
+- ``predict``: the top-k next tokens under the NNLM and the NSLM, with the class ×
+  micro-model breakdown (:func:`nslm.generation.predict.predict`), per class its likeliest
+  members with their values and coordinates (the page draws years as a chart, places on a
+  map); a run without micro-models answers with the NNLM alone;
+- ``generate``: a continuation (NSLM with micro-models when the run has them, class tokens
+  marked; else the neural LM; a word+POS run gives word/TAG pairs);
+- ``sample_bytes`` (byte LM): a continuation of a prime, each character with a chosen
+  neuron's tanh(cell state);
+- ``sentiment`` (byte LM with ``nslm probe sentiment``): P(positive) of the probe saved on
+  SST-2 and the verdict of its single best neuron.
+
+Calls on one run are serialised (one model, two cores); identical predictions come from a
+small cache, since a prediction is a pure function of the prompt.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nslm.errors import NslmError
+from nslm.generation.sampling import Sampler, SamplingConfig
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a request may ask for; beyond it the server answers 4xx."""
+
+    max_prompt_chars: int = 2000
+    max_tokens: int = 200
+    max_k: int = 50
+    max_within: int = 500
+
+
+class RunView:
+    """One run, loaded once; every method is safe to call from the server's threads."""
+
+    def __init__(self, name: str, path: Path | str, limits: Limits | None = None) -> None:
+        from nslm.config import config_from_json
+        from nslm.data.bytes import is_byte_corpus
+
+        self.name, self.path, self.limits = name, Path(path), limits or Limits()
+        config = self.path / "config.json"
+        if not config.is_file():
+            raise NslmError(f"{self.path} is not a run directory (no config.json)")
+        cfg = config_from_json(config.read_text(encoding="utf-8"))
+        if cfg.model == "word-pos":
+            from nslm.runs.word_pos import load_word_pos_run
+
+            self.kind, self.loaded, self.micro = "word-pos", load_word_pos_run(self.path), {}
+        else:
+            from nslm.runs.load import load_run
+
+            self.loaded = load_run(self.path)
+            self.micro = {}
+            if is_byte_corpus(cfg.corpus):
+                self.kind = "byte"
+            elif (self.path / "micro.json").is_file():
+                from nslm.runs.micro import load_run_micro
+
+                self.kind, self.micro = "nslm", load_run_micro(self.loaded)
+            else:
+                self.kind = "word"
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple, dict] = OrderedDict()
+        self._sentiment = self._load_sentiment() if self.kind == "byte" else None
+
+    def describe(self) -> dict[str, Any]:
+        can = {
+            "predict": self.kind in ("nslm", "word"),
+            "generate": True,
+            "neurons": self.kind == "byte",
+            "sentiment": self._sentiment is not None,
+        }
+        hidden = getattr(getattr(self.loaded, "model", None), "backbone", None)
+        return {"name": self.name, "kind": self.kind, "can": can,
+                "neurons": getattr(hidden, "out_dim", None)}  # fmt: skip
+
+    # -- next token ----------------------------------------------------------------------------
+
+    def predict(self, prompt: str, k: int = 10, within: int = 50) -> dict[str, Any]:
+        if self.kind not in ("nslm", "word"):
+            raise NslmError(f"run {self.name!r} is a {self.kind} run: no next-token breakdown")
+        key = (prompt, k, within)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+            result = self._predict(prompt, k, within)
+            self._cache[key] = result
+            if len(self._cache) > 256:
+                self._cache.popitem(last=False)
+            return result
+
+    def _predict(self, prompt: str, k: int, within: int) -> dict[str, Any]:
+        from nslm.generation.predict import predict
+        from nslm.runs.assets import saved_global_lambda
+
+        if self.kind == "nslm":
+            lam = saved_global_lambda(self.path)
+            return predict(self.loaded, self.micro, prompt, k=k, lam=lam, n_within=within)
+        import torch
+
+        from nslm.data.vocab import EOS
+
+        vocab = self.loaded.corpus.vocab
+        ids = [vocab.stoi[EOS], *(int(i) for i in vocab.encode(prompt.split()))]
+        with torch.no_grad():
+            last = self.loaded.scorer().last_features(ids)
+            logp = self.loaded.model.heads["nnlm"].log_dist(last)[0].double().numpy()
+        top = np.argsort(-logp, kind="stable")[:k]
+        itos = vocab.itos
+        nnlm = [{"token": itos[w], "p": float(np.exp(logp[w]))} for w in top]
+        return {"prompt": prompt, "nnlm": nnlm, "nslm": [], "classes": []}
+
+    # -- generation ----------------------------------------------------------------------------
+
+    def generate(self, prompt: str, max_tokens: int, sampling: SamplingConfig,
+                 seed: int | None) -> dict[str, Any]:  # fmt: skip
+        sampler = Sampler(sampling, seed=seed)
+        with self._lock:
+            if self.kind == "byte":
+                from nslm.generation.bytes import generate_bytes
+
+                data = generate_bytes(self.loaded, prompt.encode("utf-8"), max_tokens, sampler)
+                text = data.decode("utf-8", errors="replace")
+                return {"prompt": prompt, "tokens": [{"token": text, "class": None}]}
+            if self.kind == "word-pos":
+                from nslm.generation.word_pos import generate_word_pos
+
+                _, pairs = generate_word_pos(self.loaded, prompt, max_tokens, sampler)
+                return {"prompt": prompt,
+                        "tokens": [{"token": w, "class": t} for w, t in pairs]}  # fmt: skip
+            return {"prompt": prompt, "tokens": self._generate_words(prompt, max_tokens, sampler)}
+
+    def _generate_words(self, prompt: str, max_tokens: int, sampler: Sampler) -> list[dict]:
+        from nslm.data.vocab import EOS
+        from nslm.generation.neural import generate_neural
+        from nslm.generation.nslm_sampling import generate_nslm
+
+        vocab, names = self.loaded.corpus.vocab, self.loaded.corpus.class_names
+        if self.kind == "nslm":
+            drawn = generate_nslm(self.loaded, self.micro, prompt, max_tokens, sampler)
+            return [{"token": vocab.itos[g.token_id], "class": names[g.cls] if g.cls else None}
+                    for g in drawn]  # fmt: skip
+        ids = [int(i) for i in vocab.encode([EOS, *prompt.split()])]
+        head = self.loaded.cfg.heads[0]
+        drawn = generate_neural(self.loaded.model, ids, max_tokens, sampler, head=head,
+                                eos_id=vocab.stoi[EOS])  # fmt: skip
+        return [{"token": vocab.itos[i], "class": None} for i in drawn]
+
+    # -- byte LM ---------------------------------------------------------------------------------
+
+    def sample_bytes(self, prime: str, max_bytes: int, sampling: SamplingConfig,
+                     seed: int | None, neuron: int) -> dict[str, Any]:  # fmt: skip
+        from nslm.generation.bytes import generate_bytes, text_cells
+        from nslm.generation.colour import characters, neuron_values
+
+        if self.kind != "byte":
+            raise NslmError(f"run {self.name!r} is not a byte LM: no neurons to colour by")
+        hidden = self.loaded.model.backbone.out_dim
+        if not 0 <= neuron < hidden:
+            raise NslmError(f"neuron {neuron} is out of range: the LM has {hidden} (0 to "
+                            f"{hidden - 1})")  # fmt: skip
+        with self._lock:
+            data = prime.encode("utf-8")
+            generated = generate_bytes(self.loaded, data, max_bytes, Sampler(sampling, seed=seed))
+            values = neuron_values(text_cells(self.loaded, data, generated), neuron)
+        text = data + generated
+        chars = [{"char": c, "value": float(values[end])} for c, end in characters(text)]
+        return {"prime": prime, "neuron": neuron, "chars": chars, "n_prime_bytes": len(data)}
+
+    def _load_sentiment(self) -> dict | None:
+        """The SST-2 probe of ``nslm probe sentiment`` (its best pooling) and its neuron."""
+        import json
+
+        from nslm.probes.estimators import load_probe
+
+        folder = self.path / "probes" / "sentiment-sst2"
+        if not (folder / "summary.json").is_file():
+            return None
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        pooling = summary["best_pooling"]
+        return {
+            "pooling": pooling,
+            "framed": summary.get("framed", False),
+            "probe": load_probe(folder / f"probe_{pooling}.json"),
+            "neuron": load_probe(folder / "neuron.json"),
+            "test_acc": summary.get("all_acc"),
+            "neuron_test_acc": summary.get("one_neuron_acc"),
+        }
+
+    def sentiment(self, text: str) -> dict[str, Any]:
+        from nslm.data.labelled import detokenise_ptb
+        from nslm.probes.sentiment import framed
+        from nslm.probes.states import final_states
+
+        if self._sentiment is None:
+            raise NslmError(f"run {self.name!r} has no sentiment probe: run 'nslm probe "
+                            f"sentiment {self.path}' first")  # fmt: skip
+        s = self._sentiment
+        texts = [detokenise_ptb(text) if s["framed"] else text]
+        with self._lock:
+            states = final_states(self.loaded, framed(texts, frame=s["framed"]))
+        X = states[s["pooling"]]
+        p_positive = float(s["probe"].predict_proba(X)[0, 1])
+        neuron = s["neuron"]
+        return {
+            "p_positive": p_positive,
+            "label": "positive" if p_positive >= 0.5 else "negative",
+            "probe_test_acc": s["test_acc"],
+            "neuron": int(neuron.neuron),
+            "neuron_value": float(X[0, neuron.neuron]),
+            "neuron_label": "positive" if neuron.predict(X)[0] == 1 else "negative",
+            "neuron_test_acc": s["neuron_test_acc"],
+        }

@@ -1,0 +1,130 @@
+"""``nslm serve``: the web explorer, a FastAPI app over the runs named at start-up.
+
+``/`` is the explorer page (:mod:`nslm.pages.explorer_page`); ``/api/…`` the JSON API, with
+its OpenAPI page at ``/docs``. Runs are addressed by the names given at start-up, never by a
+path from a request. Bounds (:class:`~nslm.pages.explorer.Limits`) give 422 with a message,
+an unknown run 404, a request the run cannot serve (a neuron of a word LM) 400; an error in
+one request leaves the server serving.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, Field
+
+from nslm.errors import NslmError
+from nslm.generation.sampling import SamplingConfig
+from nslm.pages.explorer import Limits, RunView
+from nslm.pages.explorer_page import explorer_html
+
+
+class PredictRequest(BaseModel):
+    prompt: str = Field(description="Text whose next token is predicted.")
+    k: int = Field(10, ge=1, description="How many next tokens to list.")
+    within: int = Field(50, ge=1, description="Per class, how many members to list.")
+
+
+class Sampling(BaseModel):
+    temperature: float = Field(1.0, ge=0.0, description="0 = greedy.")
+    top_k: int = Field(0, ge=0, description="Sample among the k likeliest (0 = all).")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling (1 = all).")
+    seed: int | None = Field(None, description="Fix the random draws.")
+
+    def config(self) -> SamplingConfig:
+        return SamplingConfig(temperature=self.temperature, top_k=self.top_k or None,
+                              top_p=self.top_p)  # fmt: skip
+
+
+class GenerateRequest(Sampling):
+    prompt: str = ""
+    max_tokens: int = Field(30, ge=1, description="Tokens (bytes for a byte LM) to generate.")
+
+
+class BytesRequest(Sampling):
+    prime: str = ""
+    max_bytes: int = Field(200, ge=1)
+    neuron: int = Field(0, ge=0, description="Colour each character by this neuron.")
+
+
+class SentimentRequest(BaseModel):
+    text: str = Field(description="A review or sentence to classify.")
+
+
+def _bounded(text: str, limits: Limits, what: str) -> str:
+    if len(text) > limits.max_prompt_chars:
+        raise HTTPException(422, f"{what} is {len(text):,} characters; the limit is "
+                                 f"{limits.max_prompt_chars:,}")  # fmt: skip
+    return text
+
+
+def _at_most(value: int, limit: int, what: str) -> int:
+    if value > limit:
+        raise HTTPException(422, f"{what} = {value:,} is above the limit of {limit:,}")
+    return value
+
+
+def create_app(runs: dict[str, Path], limits: Limits | None = None) -> FastAPI:  # noqa: C901
+    """The app over ``runs`` (name → run directory), each loaded now."""
+    limits = limits or Limits()
+    if not runs:
+        raise NslmError("serve needs at least one run")
+    views = {name: RunView(name, path, limits) for name, path in runs.items()}
+    about = "Next tokens, generation and byte-LM neurons of nslm runs."
+    app = FastAPI(title="nslm explorer", version="1", description=about)
+
+    def view(name: str) -> RunView:
+        if name not in views:
+            raise HTTPException(404, f"no run named {name!r}; runs: {', '.join(views)}")
+        return views[name]
+
+    @app.exception_handler(NslmError)
+    async def nslm_error(_: Request, exc: NslmError) -> JSONResponse:
+        return JSONResponse(status_code=400, content={"detail": str(exc)})
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> str:
+        return explorer_html([v.describe() for v in views.values()], limits)
+
+    @app.get("/api/runs", summary="The runs this server was started with")
+    def list_runs() -> list[dict]:
+        return [v.describe() for v in views.values()]
+
+    @app.post("/api/runs/{name}/predict", summary="Top-k next tokens, NNLM and NSLM")
+    def predict(name: str, body: PredictRequest) -> dict:
+        run = view(name)
+        prompt = _bounded(body.prompt, limits, "prompt")
+        k = _at_most(body.k, limits.max_k, "k")
+        within = _at_most(body.within, limits.max_within, "within")
+        return run.predict(prompt, k, within)
+
+    @app.post("/api/runs/{name}/generate", summary="Continue a prompt")
+    def generate(name: str, body: GenerateRequest) -> dict:
+        run = view(name)
+        prompt = _bounded(body.prompt, limits, "prompt")
+        n = _at_most(body.max_tokens, limits.max_tokens, "max_tokens")
+        return run.generate(prompt, n, body.config(), body.seed)
+
+    @app.post("/api/runs/{name}/bytes", summary="Byte LM: sample, coloured by a neuron")
+    def sample_bytes(name: str, body: BytesRequest) -> dict:
+        run = view(name)
+        prime = _bounded(body.prime, limits, "prime")
+        n = _at_most(body.max_bytes, limits.max_tokens, "max_bytes")
+        return run.sample_bytes(prime, n, body.config(), body.seed, body.neuron)
+
+    @app.post("/api/runs/{name}/sentiment", summary="Byte LM: classify a review")
+    def sentiment(name: str, body: SentimentRequest) -> dict:
+        run = view(name)
+        return run.sentiment(_bounded(body.text, limits, "text"))
+
+    return app
+
+
+def serve(runs: dict[str, Path], host: str = "127.0.0.1", port: int = 8000,
+          limits: Limits | None = None) -> None:  # fmt: skip
+    """Load the runs and serve until interrupted."""
+    import uvicorn
+
+    uvicorn.run(create_app(runs, limits), host=host, port=port, log_level="warning")

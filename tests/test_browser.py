@@ -1,0 +1,142 @@
+"""The explorer and the report in a real browser: Playwright driving Debian's chromium.
+
+Skipped where chromium or Playwright is missing, except under CI (``CI`` set), where a
+missing browser is a failure: CI installs both (.ci/run).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nslm.cli import main
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+try:
+    from playwright.sync_api import Page, sync_playwright
+except ImportError:  # pragma: no cover - CI installs it
+    sync_playwright = None
+
+if not os.environ.get("CI"):
+    pytestmark = pytest.mark.skipif(
+        CHROMIUM is None or sync_playwright is None, reason="needs chromium and playwright"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tiny_nslm_run: Path, tiny_byte_run: Path) -> Iterator[str]:
+    port = _free_port()
+    command = [sys.executable, "-m", "nslm", "serve", str(tiny_nslm_run), str(tiny_byte_run),
+               "--port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(url + "/api/runs", timeout=2).close()
+            break
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "the server did not start in 90 s"
+            time.sleep(0.3)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser_page() -> Iterator[Page]:
+    assert CHROMIUM is not None and sync_playwright is not None, "CI must install chromium"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        yield page
+        browser.close()
+
+
+def test_next_token_shows_both_models_and_the_breakdown(server: str, browser_page: Page,
+                                                        tmp_path: Path) -> None:  # fmt: skip
+    page = browser_page
+    page.goto(server)
+    page.fill("#prompt", "In 1990 , the city of")
+    page.fill("#k", "7")
+    page.click("#predict-btn")
+    page.wait_for_selector(".bar.nslm")
+    assert page.locator(".bar.nnlm").count() == 7 and page.locator(".bar.nslm").count() == 7
+    heads = page.locator("h3.class-head").all_inner_texts()
+    assert any(h.startswith("<year>") for h in heads)
+    assert page.locator("svg.value-chart line").count() > 1  # years drawn by value
+    assert "P(class)" in page.locator("#predict-out").inner_text()
+    page.screenshot(path=str(tmp_path / "predict.png"), full_page=True)
+    assert (tmp_path / "predict.png").stat().st_size > 10_000
+
+
+def test_generate_marks_class_tokens(server: str, browser_page: Page) -> None:
+    page = browser_page
+    page.goto(server)
+    page.fill("#gen-prompt", "In 1990 ,")
+    page.fill("#gen-max", "40")
+    page.click("#generate-btn")
+    page.wait_for_selector("#generate-out p")
+    words = page.locator("#generate-out p").inner_text().split()
+    assert words[:2] == ["In", "1990"] and len(words) >= 2 + 40
+
+
+def test_a_bad_request_shows_its_message(server: str, browser_page: Page) -> None:
+    page = browser_page
+    page.goto(server)
+    page.fill("#k", "500")
+    page.click("#predict-btn")
+    page.wait_for_selector("#predict-out .error")
+    assert "422" in page.locator("#predict-out .error").inner_text()
+
+
+def test_byte_lm_sample_is_coloured(server: str, browser_page: Page, tiny_byte_run: Path) -> None:
+    page = browser_page
+    page.goto(server)
+    page.select_option("#run", tiny_byte_run.name)
+    assert page.locator("#predict-panel").is_hidden()
+    page.fill("#prime", "the movie")
+    page.fill("#neuron", "2")
+    page.click("#bytes-btn")
+    page.wait_for_selector("#bytes-out span")
+    spans = page.locator("#bytes-out span")
+    assert spans.count() >= len("the movie")
+    assert "rgb(" in (spans.first.get_attribute("style") or "")
+
+
+def test_the_report_opens_offline(tiny_nslm_copy: Path, browser_page: Page) -> None:
+    run = tiny_nslm_copy
+    assert main(["eval", str(run), "--split", "test", "--max-tokens", "20000"]) == 0
+    assert main(["report", str(run)]) == 0
+    page = browser_page
+    page.route("http*://**", lambda route: route.abort())  # offline: nothing may be fetched
+    page.goto((run / "report.html").as_uri())
+    assert page.locator("h2").count() >= 4
+    assert page.locator("table").count() >= 4
+    widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.naturalWidth)")
+    assert widths and all(w > 0 for w in widths)
+    # sorting: a click on a header sorts the rows by it, a second click the other way
+    config = page.locator("table.sortable", has=page.locator("th", has_text="key")).last
+    keys = config.locator("tbody tr td:first-child")
+    config.locator("th").first.click()
+    ascending = keys.all_inner_texts()
+    assert ascending == sorted(ascending) and len(ascending) > 10
+    config.locator("th").first.click()
+    assert keys.all_inner_texts() == ascending[::-1]
+    page.unroute("http*://**")

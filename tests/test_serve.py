@@ -1,0 +1,150 @@
+"""``nslm serve``: the explorer's JSON API on tiny runs, through FastAPI's test client (every
+endpoint, every bound, unknown runs), and the real server started by the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from nslm.cli import main
+from nslm.pages.explorer import Limits, RunView
+from nslm.pages.server import create_app
+
+PROMPT = "In 1990 , the city of"
+
+
+@pytest.fixture(scope="module")
+def client(tiny_nslm_run: Path, tiny_byte_run: Path) -> TestClient:
+    limits = Limits(max_prompt_chars=300, max_tokens=40, max_k=20)
+    app = create_app({"words": tiny_nslm_run, "bytes": tiny_byte_run}, limits)
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def test_runs_and_page(client: TestClient) -> None:
+    runs = {r["name"]: r for r in client.get("/api/runs").json()}
+    assert runs["words"]["kind"] == "nslm" and runs["bytes"]["kind"] == "byte"
+    assert runs["words"]["can"]["predict"] and not runs["bytes"]["can"]["predict"]
+    page = client.get("/")
+    assert page.status_code == 200 and "nslm explorer" in page.text and '"words"' in page.text
+    paths = set(client.get("/openapi.json").json()["paths"])
+    assert {"/api/runs", "/api/runs/{name}/predict", "/api/runs/{name}/generate",
+            "/api/runs/{name}/bytes", "/api/runs/{name}/sentiment"} <= paths  # fmt: skip
+
+
+def test_predict_is_the_cli_prediction(client: TestClient, tiny_nslm_run: Path, capsys) -> None:
+    got = client.post("/api/runs/words/predict", json={"prompt": PROMPT, "k": 5}).json()
+    assert main(["predict", str(tiny_nslm_run), PROMPT, "-k", "5", "--json"]) == 0
+    want = json.loads(capsys.readouterr().out)
+    assert [t["token"] for t in got["nslm"]] == [t["token"] for t in want["nslm"]]
+    for a, b in zip(got["nslm"], want["nslm"], strict=True):
+        assert a["p"] == pytest.approx(b["p"], rel=1e-6)
+    assert got["sums"]["nslm"] == pytest.approx(1.0, abs=1e-4)
+    # per class, members with their values (a year chart) or coordinates (a place map)
+    by_class = {c["class"]: c for c in got["classes"]}
+    assert by_class["<year>"]["top"][0]["value"] >= 1000
+    cities = by_class.get("<city>")
+    if cities is not None:
+        assert all("lat" in m for m in cities["top"])
+
+
+def test_generate_is_seeded_and_marks_class_tokens(client: TestClient) -> None:
+    body = {"prompt": PROMPT, "max_tokens": 25, "seed": 3, "temperature": 1.0}
+    a = client.post("/api/runs/words/generate", json=body).json()
+    b = client.post("/api/runs/words/generate", json=body).json()
+    assert a == b and len(a["tokens"]) == 25
+    assert all(t["class"] is None or isinstance(t["class"], str) for t in a["tokens"])
+
+
+def test_bytes_are_coloured_by_the_neuron(client: TestClient) -> None:
+    body = {"prime": "the movie", "max_bytes": 30, "neuron": 3, "seed": 1}
+    got = client.post("/api/runs/bytes/bytes", json=body).json()
+    text = "".join(c["char"] for c in got["chars"])
+    assert text.startswith("the movie") and len(got["chars"]) >= len("the movie")
+    assert all(-1.0 <= c["value"] <= 1.0 for c in got["chars"])
+    wrong = client.post("/api/runs/bytes/bytes", json={**body, "neuron": 10_000})
+    assert wrong.status_code == 400 and "out of range" in wrong.json()["detail"]
+    assert client.post("/api/runs/words/bytes", json=body).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "needle"),
+    [
+        ("/api/runs/nope/predict", {"prompt": "a"}, 404, "no run named 'nope'"),
+        ("/api/runs/words/predict", {"prompt": "x" * 301}, 422, "limit is 300"),
+        ("/api/runs/words/predict", {"prompt": "a", "k": 21}, 422, "k = 21"),
+        ("/api/runs/words/predict", {"prompt": "a", "k": 0}, 422, "greater than or equal"),
+        ("/api/runs/words/generate", {"prompt": "a", "max_tokens": 41}, 422, "max_tokens"),
+        ("/api/runs/bytes/bytes", {"prime": "a", "max_bytes": 41}, 422, "max_bytes"),
+        ("/api/runs/bytes/sentiment", {"text": "fine"}, 400, "no sentiment probe"),
+        ("/api/runs/bytes/predict", {"prompt": "a"}, 400, "byte run"),
+        ("/api/runs/..%2F..%2Fetc/predict", {"prompt": "a"}, 404, "Not Found"),
+        ("/api/runs/..%2Fwords/predict", {"prompt": "a"}, 404, "Not Found"),
+    ],
+)
+def test_bounds_and_bad_requests(client: TestClient, path: str, body: dict, status: int,
+                                 needle: str) -> None:  # fmt: skip
+    res = client.post(path, json=body)
+    assert res.status_code == status, res.text
+    assert needle in json.dumps(res.json()["detail"])
+
+
+def test_a_failing_request_leaves_the_server_serving(client: TestClient, monkeypatch) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(RunView, "predict", broken)
+    assert client.post("/api/runs/words/predict", json={"prompt": "a"}).status_code == 500
+    monkeypatch.undo()
+    assert client.post("/api/runs/words/predict", json={"prompt": "a"}).status_code == 200
+
+
+def test_sentiment_with_a_probe(tiny_byte_run: Path, labelled_dir: Path, tmp_path: Path) -> None:
+    run = tmp_path / "bytes"
+    shutil.copytree(tiny_byte_run, run)
+    assert main(["probe", "sentiment", str(run), "--no-figures"]) == 0
+    client = TestClient(create_app({"bytes": run}))
+    got = client.post("/api/runs/bytes/sentiment", json={"text": "the movie was great ."}).json()
+    assert 0.0 <= got["p_positive"] <= 1.0 and got["label"] in ("positive", "negative")
+    assert got["neuron_label"] in ("positive", "negative") and 0 <= got["neuron"] < 64
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_cli_serves_on_loopback(tiny_byte_run: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "nslm", "serve", str(tiny_byte_run),
+                             "--port", str(port)], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/runs", timeout=2) as r:
+                    runs = json.loads(r.read())
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline, "the server did not start in 60 s"
+                time.sleep(0.3)
+        assert runs[0]["name"] == tiny_byte_run.name
+        listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
+        assert f"127.0.0.1:{port}" in listening and f"0.0.0.0:{port}" not in listening
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_serve_needs_runs() -> None:
+    assert main(["serve", "/nonexistent/run"]) == 2
