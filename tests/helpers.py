@@ -273,3 +273,27 @@ def write_labelled_data(root: Path) -> Path:
         with lzma.open(root / "ud-english-ewt" / f"{split}.conllu.xz", "wt") as handle:
             handle.write(_conllu(n, i))
     return root
+
+
+# -- an interrupted and resumed training --------------------------------------------------------
+
+
+def train_cut_and_resumed(cfg, run_dir: Path, at_step: int, monkeypatch) -> dict:
+    """Train ``cfg`` into ``run_dir``, stopped by a KeyboardInterrupt before step ``at_step``
+    (as a kill would stop it), then ``--resume``; the resumed run's results."""
+    import pytest
+
+    from nslm.training.loop import Trainer, train
+
+    real_step = Trainer._step
+
+    def interrupted(self, batch):
+        if self.state["step"] == at_step:
+            raise KeyboardInterrupt
+        return real_step(self, batch)
+
+    monkeypatch.setattr(Trainer, "_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, run_dir)
+    monkeypatch.setattr(Trainer, "_step", real_step)
+    return train(cfg, run_dir, resume=True)

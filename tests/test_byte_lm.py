@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import assert_one_line_error, make_byte_corpus, run_cli, tiny_byte_config
+from helpers import (
+    assert_one_line_error,
+    make_byte_corpus,
+    run_cli,
+    tiny_byte_config,
+    train_cut_and_resumed,
+)
 from nslm.config import load_config
 from nslm.data import prepare_corpus
 from nslm.data.bytes import HELD_OUT, byte_split, imdb_split_reviews
@@ -259,18 +265,7 @@ def test_resume_continues_a_byte_run_exactly(tmp_path: Path, monkeypatch) -> Non
 
     cfg = tiny_byte_config(make_byte_corpus(tmp_path / "c"), max_steps=30, checkpoint_every=10)
     train(cfg, tmp_path / "whole")
-    real_step = Trainer._step
-
-    def interrupted(self, batch):
-        if self.state["step"] == 25:
-            raise KeyboardInterrupt
-        return real_step(self, batch)
-
-    monkeypatch.setattr(Trainer, "_step", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        train(cfg, tmp_path / "cut")
-    monkeypatch.setattr(Trainer, "_step", real_step)
-    train(cfg, tmp_path / "cut", resume=True)
+    train_cut_and_resumed(cfg, tmp_path / "cut", 25, monkeypatch)
     whole = load_file(str(tmp_path / "whole" / "model.safetensors"))
     resumed = load_file(str(tmp_path / "cut" / "model.safetensors"))
     for name, tensor in whole.items():

@@ -4,19 +4,18 @@ sides, exact distributions, saved once, resumed bit-exactly."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
-from helpers import shared_layout, synthetic_layout
+from helpers import shared_layout, synthetic_layout, train_cut_and_resumed
 from nslm.config import load_config
 from nslm.errors import NslmError
 from nslm.models.adaptive_input import TiedInput
 from nslm.models.lm import LanguageModel
 from nslm.runs.load import load_run
-from nslm.training.loop import Trainer, train
+from nslm.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
@@ -144,18 +143,7 @@ def test_a_tied_run_saves_once_and_resumes_bit_exactly(tmp_path: Path, monkeypat
             "test_tokens=1000"]  # fmt: skip
     cfg = load_config(TINY, sets)
     whole = train(cfg, tmp_path / "whole")
-    real_step = Trainer._step
-
-    def interrupted(self: Trainer, batch: Any) -> Any:
-        if self.state["step"] == 15:
-            raise KeyboardInterrupt
-        return real_step(self, batch)
-
-    monkeypatch.setattr(Trainer, "_step", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        train(cfg, tmp_path / "cut")
-    monkeypatch.setattr(Trainer, "_step", real_step)
-    cut = train(cfg, tmp_path / "cut", resume=True)
+    cut = train_cut_and_resumed(cfg, tmp_path / "cut", 15, monkeypatch)
     assert cut["test_ppl_nnlm"] == whole["test_ppl_nnlm"]
     a, b = load_run(tmp_path / "whole").model, load_run(tmp_path / "cut").model
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):

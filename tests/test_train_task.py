@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 from torch import Tensor, nn
 
-from helpers import make_byte_corpus, tiny_byte_config
+from helpers import make_byte_corpus, tiny_byte_config, train_cut_and_resumed
 from nslm.config import TrainConfig, build_config
 from nslm.errors import NslmError
 from nslm.training.loop import Trainer, train
@@ -216,18 +216,7 @@ def test_rate_halving_resumes_exactly(tmp_path: Path, monkeypatch) -> None:
         make_byte_corpus(tmp_path / "c"), halving_epsilon=0.5, max_steps=40, checkpoint_every=10
     )
     train(cfg, tmp_path / "whole")
-    real_step = Trainer._step
-
-    def interrupted(self: Trainer, batch: Any) -> Any:
-        if self.state["step"] == 25:
-            raise KeyboardInterrupt
-        return real_step(self, batch)
-
-    monkeypatch.setattr(Trainer, "_step", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        train(cfg, tmp_path / "cut")
-    monkeypatch.setattr(Trainer, "_step", real_step)
-    train(cfg, tmp_path / "cut", resume=True)
+    train_cut_and_resumed(cfg, tmp_path / "cut", 25, monkeypatch)
     whole, cut = checkpoint_weights(tmp_path / "whole"), checkpoint_weights(tmp_path / "cut")
     for name, tensor in whole.items():
         torch.testing.assert_close(cut[name], tensor, atol=0, rtol=0)
