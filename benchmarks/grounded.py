@@ -1,12 +1,20 @@
-"""Paper Table 6: grounded class-token embeddings against the plain NNLM, side by side.
+"""Paper Tables 5 and 6: one change to the input embeddings against the plain run, side by side.
 
-    python benchmarks/grounded.py [--minutes 12] [--config configs/wt2-cpu.toml]
+    python benchmarks/grounded.py [--variant grounded|glove] [--minutes 12]
+                                  [--config configs/wt2-cpu.toml]
 
 Trains two copies of the same config at the same time, one thread each, for the same wall
-time: one plain, one with ``grounded = true`` (fixed value / lat-lon dimensions appended to
-the input embeddings). Then ``nslm fit-micro --fast`` and ``nslm eval --split test`` on each,
-and writes benchmarks/results/grounded.json with both runs' per-class test perplexities and
-the grounded ÷ plain ratio of every row (NNLM and HNLM columns).
+time: one plain, one with the variant:
+
+* ``grounded`` (Table 6): ``grounded = true``, fixed value / lat-lon dimensions appended to
+  the input embeddings → benchmarks/results/grounded.json;
+* ``glove`` (Table 5): input embeddings initialised from GloVe 6B 50d
+  (``init_vectors = "glove-6b-50d"``, ``pip install 'nslm[glove]'``); both runs take
+  ``emb_size = 50`` (the vectors' own width, no projection) and untied embeddings
+  → benchmarks/results/glove.json.
+
+Then ``nslm fit-micro --fast`` and ``nslm eval --split test`` on each; the JSON holds both
+runs' per-class test perplexities and the variant ÷ plain ratio of every row (NNLM and HNLM).
 """
 
 from __future__ import annotations
@@ -24,7 +32,12 @@ from cli_runs import eval_test_tables, nslm_command
 from machine import machine_info, today
 from nslm.atomic import write_json_atomic
 
-OUT = Path(__file__).parent / "results" / "grounded.json"
+RESULTS = Path(__file__).parent / "results"
+# variant → (overrides of both runs, overrides of the variant run only)
+VARIANTS = {
+    "grounded": ([], ["grounded=true"]),
+    "glove": (["emb_size=50", "tie_weights=false"], ["init_vectors=glove-6b-50d"]),
+}
 
 
 def rows_of(run: Path) -> dict[str, Any]:
@@ -34,18 +47,22 @@ def rows_of(run: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default="grounded")
     parser.add_argument("--minutes", type=float, default=12.0)
     parser.add_argument("--config", type=Path, default=Path("configs/wt2-cpu.toml"))
     parser.add_argument("--runs", type=Path, default=Path("runs"))
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=None, help="[results/VARIANT.json]")
     args = parser.parse_args()
+    variant = args.variant
+    out_path = args.out or RESULTS / f"{variant}.json"
+    both, only = VARIANTS[variant]
     # The two runs train side by side, one core each: one single-thread process per run.
     common = [f"max_minutes={args.minutes}", "threads=1", "processes=1", "progress=false",
-              "checkpoint_every=0"]  # fmt: skip
-    runs = {"plain": args.runs / "table6-plain", "grounded": args.runs / "table6-grounded"}
+              "checkpoint_every=0", *both]  # fmt: skip
+    runs = {"plain": args.runs / f"{variant}-plain", variant: args.runs / f"{variant}-run"}
     commands = {}
     for name, run in runs.items():
-        sets = [*common, *(["grounded=true"] if name == "grounded" else [])]
+        sets = [*common, *(only if name == variant else [])]
         overrides = [a for s in sets for a in ("--set", s)]
         commands[name] = nslm_command("train", str(args.config), *overrides, "--run-dir", str(run))
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
@@ -62,7 +79,7 @@ def main() -> None:
     ratio = {
         table: {
             row: {
-                m: rows["grounded"][table][row][m] / v
+                m: rows[variant][table][row][m] / v
                 for m, v in values.items()
                 if m in ("NNLM", "HNLM") and v
             }
@@ -77,12 +94,12 @@ def main() -> None:
         "minutes_each": args.minutes,
         "train_wall_seconds": train_seconds,
         "plain": rows["plain"],
-        "grounded": rows["grounded"],
-        "ratio_grounded_to_plain": ratio,
+        variant: rows[variant],
+        f"ratio_{variant}_to_plain": ratio,
         "machine": machine_info(),
     }
-    write_json_atomic(args.out, out)
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_json_atomic(out_path, out)
+    print(f"wrote {out_path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ Every figure comes from the real commands, run here as subprocesses:
 * ``increment``: ``nslm experiment increment --n …`` (Table 7), run here with
   ``--increment N …``, or read from ``benchmarks/results/increment.json`` written by
   ``nslm experiment increment --n 100 1000 10000 --out benchmarks/results/increment.json``;
-* ``grounded`` (Table 6): read from ``benchmarks/results/grounded.json``
-  (``benchmarks/grounded.py`` trains a plain and a grounded run side by side);
+* ``grounded`` (Table 6) and ``glove`` (Table 5): read from
+  ``benchmarks/results/{grounded,glove}.json`` (``benchmarks/grounded.py --variant …`` trains
+  a plain run and the variant side by side);
 * ``single_task_awd`` (Table 8): ``nslm eval`` on a run of ``configs/awd-single-task.toml``
   when one is given; otherwise the key says it was not run;
 * ``cache_cost_ratio``: read from ``benchmarks/results/cache_cost.json``
@@ -91,13 +92,16 @@ def main() -> None:
         out["increment"] = json.loads(saved.read_text())
     else:
         out["increment"] = {"status": "not run", "why": f"give --increment N … or write {saved}"}
-    grounded = RESULTS / "grounded.json"  # benchmarks/grounded.py: the two runs side by side
-    if grounded.is_file():
-        measured = json.loads(grounded.read_text())
-        keep = ("command", "date", "minutes_each", "ratio_grounded_to_plain", "plain", "grounded")
-        out["grounded"] = {k: measured[k] for k in keep}
-    else:
-        out["grounded"] = {"status": "not run", "why": "run benchmarks/grounded.py first"}
+    for variant in ("grounded", "glove"):  # benchmarks/grounded.py: two runs side by side
+        path = RESULTS / f"{variant}.json"
+        if path.is_file():
+            measured = json.loads(path.read_text())
+            keep = ("command", "date", "minutes_each", f"ratio_{variant}_to_plain", "plain",
+                    variant)  # fmt: skip
+            out[variant] = {k: measured[k] for k in keep}
+        else:
+            why = f"run benchmarks/grounded.py --variant {variant} first"
+            out[variant] = {"status": "not run", "why": why}
     if args.single_task_run:
         out["single_task_awd"] = family_rows(args.single_task_run)
     else:
