@@ -1,0 +1,130 @@
+"""A bounded burst against the explorer's next-token endpoint: latency and errors.
+
+    python benchmarks/serve_load.py --run runs/wt2-cpu [--requests 500] [--concurrency 20]
+
+Starts ``nslm serve RUN`` on 127.0.0.1 (a free port), waits until it answers, then sends
+``--requests`` POSTs to ``/api/runs/NAME/predict`` from ``--concurrency`` client threads,
+each with a different prompt (the opening words of WikiText-2 valid lines, so the server's
+cache never answers) and ``k = 10``. Writes benchmarks/results/serve_load.json: requests,
+concurrency, errors, p50_ms, p95_ms (and the mean, max, requests per second), run,
+command, date. Only 127.0.0.1 is ever contacted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from machine import machine_info, today
+from nslm.atomic import write_json_atomic
+
+OUT = Path(__file__).parent / "results" / "serve_load.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prompts(n: int, words: int = 12) -> list[str]:
+    """``n`` distinct prompts: the first words of WikiText-2 valid lines."""
+    from nslm.data.locate import locate_corpus
+    from nslm.data.prepare import split_lines
+    from nslm.data.textfile import read_text
+
+    seen, out = set(), []
+    for line in split_lines(read_text(locate_corpus("wikitext-2")["valid"])):
+        tokens = line.split()
+        if len(tokens) < 4 or tokens[0] == "=":
+            continue
+        prompt = " ".join(tokens[:words])
+        if prompt not in seen:
+            seen.add(prompt)
+            out.append(prompt)
+        if len(out) == n:
+            return out
+    raise SystemExit(f"only {len(out)} distinct prompts in WikiText-2 valid")
+
+
+def wait_until_up(url: str, proc: subprocess.Popen, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url + "/api/runs", timeout=2).close()
+            return
+        except OSError:
+            if proc.poll() is not None:
+                raise SystemExit("the server exited before answering") from None
+            time.sleep(0.5)
+    raise SystemExit(f"the server did not answer within {seconds:.0f} s")
+
+
+def one_request(url: str, prompt: str) -> tuple[float, bool]:
+    body = json.dumps({"prompt": prompt, "k": 10}).encode()
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    start = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            ok = response.status == 200 and bool(json.loads(response.read())["nnlm"])
+    except OSError:
+        ok = False
+    return (time.perf_counter() - start) * 1000.0, ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--concurrency", type=int, default=20)
+    args = parser.parse_args()
+    texts = prompts(args.requests)
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "nslm", "serve", str(args.run), "--port", str(port)],
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(base, server)
+        url = f"{base}/api/runs/{args.run.name}/predict"
+        one_request(url, "warm up")  # the first call builds caches; not counted
+        started = time.perf_counter()
+        with ThreadPoolExecutor(args.concurrency) as pool:
+            results = list(pool.map(lambda p: one_request(url, p), texts))
+        wall = time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    ms = np.array([r[0] for r in results])
+    errors = sum(not ok for _, ok in results)
+    out = {
+        "requests": args.requests,
+        "concurrency": args.concurrency,
+        "errors": errors,
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "mean_ms": float(ms.mean()),
+        "max_ms": float(ms.max()),
+        "requests_per_s": args.requests / wall,
+        "run": str(args.run),
+        "command": "python " + shlex.join(sys.argv),
+        "date": today(),
+        "machine": machine_info(),
+    }
+    write_json_atomic(OUT, out)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
