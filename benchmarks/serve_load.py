@@ -87,6 +87,7 @@ def main() -> None:
     parser.add_argument("--run", type=Path, required=True)
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     texts = prompts(args.requests)
     port = free_port()
@@ -122,7 +123,7 @@ def main() -> None:
         "date": today(),
         "machine": machine_info(),
     }
-    write_json_atomic(OUT, out)
+    write_json_atomic(args.out, out)
     print(json.dumps(out, indent=1))
 
 
