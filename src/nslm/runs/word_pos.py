@@ -8,6 +8,7 @@ load, only to be scored.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,8 +48,16 @@ class WordPosRun:
 
 
 def is_word_pos_run(run_dir: Path) -> bool:
+    """Whether ``run_dir``'s config.json names ``model = "word-pos"`` (False for a file that
+    is not a JSON object: the caller's own checks report it)."""
     path = Path(run_dir) / "config.json"
-    return path.is_file() and '"word-pos"' in path.read_text(encoding="utf-8")
+    if not path.is_file():
+        return False
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(config, dict) and config.get("model") == "word-pos"
 
 
 def load_word_pos_run(run_dir: Path | str, weights: str = "model.safetensors") -> WordPosRun:
