@@ -14,7 +14,13 @@ from nslm.errors import NslmError
 @click.argument("runs", nargs=-1, required=True, type=RunDir())
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; the default serves this machine only.")  # fmt: skip
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8000,
+    show_default=True,
+    help="Port to listen on.",
+)
 @click.option("--max-prompt", type=click.IntRange(1), default=2000, show_default=True,
               help="Longest prompt, prime or review a request may send (characters).")  # fmt: skip
 @click.option("--max-tokens", type=click.IntRange(1), default=200, show_default=True,
