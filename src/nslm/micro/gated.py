@@ -1,0 +1,152 @@
+"""A gated mixture of micro-models: the context picks how to spread a class's probability.
+
+The paper's future work ("the use of the full preceding context encoded as the hidden state
+of a NNLM or using micro-models with multiple PDFs to allocate probability within a word
+class"), as an estimator:
+
+    P(w | c, ctx, h) = Σ_k g_k(h) · P_k(w | c, ctx),      g(h) = softmax(W·h + b)
+
+Each component P_k is a distribution over V_c (a fitted micro-model of paper Eq. 1, or a
+part of one: :class:`Restricted`), so the mixture is one too, and every component stays as
+readable as a plain micro-model; the gate's weights say which one the context chose.
+
+Fitting (:meth:`GatedMixture.fit`) needs, for the class's positions of a split, the LM's
+hidden state h_t (frozen) and each component's log-probability of the target; the mean
+negative log-likelihood with an L2 penalty λ‖W‖² is minimised by L-BFGS with its exact
+gradient, for each λ of a grid, and the λ best on valid is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import log_softmax, logsumexp, softmax
+
+from nslm.errors import NslmError
+
+L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1)
+
+
+class GatedMixture:
+    """The gate of a mixture of K components over D-dimensional hidden states.
+
+    ``W`` (K, D) and ``b`` (K,) after :meth:`fit`; a gate with W = 0 and b = one-hot·∞ is
+    exactly one component (``pinned``).
+    """
+
+    def __init__(self, n_components: int, dim: int, l2_grid: Sequence[float] = L2_GRID) -> None:
+        if n_components < 1 or dim < 1:
+            raise NslmError("a gated mixture needs at least one component and one dimension")
+        self.n_components, self.dim = int(n_components), int(dim)
+        self.l2_grid = tuple(float(x) for x in l2_grid)
+        self.W = np.zeros((self.n_components, self.dim))
+        self.b = np.zeros(self.n_components)
+
+    @classmethod
+    def pinned(cls, n_components: int, dim: int, component: int) -> GatedMixture:
+        """A gate that always picks ``component`` (W = 0, b = 0 there and −inf elsewhere)."""
+        gate = cls(n_components, dim)
+        gate.b = np.full(n_components, -np.inf)
+        gate.b[component] = 0.0
+        return gate
+
+    # -- the mixture -------------------------------------------------------------------------
+
+    def log_gate(self, H: np.ndarray) -> np.ndarray:
+        """log g(h) for each row of H (N, D): (N, K)."""
+        H = np.asarray(H, dtype=np.float64)
+        return log_softmax(H @ self.W.T + self.b, axis=1)
+
+    def log_prob(self, H: np.ndarray, component_log_probs: np.ndarray) -> np.ndarray:
+        """log Σ_k g_k(h) P_k for rows H (N, D) and component log-probs (N, K, …): the
+        trailing axes (e.g. every w of V_c) are kept, so (N, K, |V_c|) gives (N, |V_c|)."""
+        logp = np.asarray(component_log_probs, dtype=np.float64)
+        gate = self.log_gate(H).reshape(logp.shape[:2] + (1,) * (logp.ndim - 2))
+        with np.errstate(invalid="ignore"):  # −inf + −inf in a pinned gate is −inf
+            return logsumexp(gate + logp, axis=1)
+
+    # -- fitting -----------------------------------------------------------------------------
+
+    def _objective(self, theta: np.ndarray, H: np.ndarray, L: np.ndarray, l2: float
+                   ) -> tuple[float, np.ndarray]:  # fmt: skip
+        K, D = self.n_components, self.dim
+        W, b = theta[: K * D].reshape(K, D), theta[K * D :]
+        a = log_softmax(H @ W.T + b, axis=1)  # log g
+        joint = a + L
+        nll = -logsumexp(joint, axis=1)
+        r = softmax(joint, axis=1)  # responsibilities: the posterior of each component
+        d_logits = (np.exp(a) - r) / len(H)  # ∂ mean NLL / ∂ (W h + b)
+        grad_W = d_logits.T @ H + 2 * l2 * W
+        grad_b = d_logits.sum(axis=0)
+        loss = float(nll.mean() + l2 * np.sum(W * W))
+        return loss, np.concatenate([grad_W.ravel(), grad_b])
+
+    def fit(self, H_train: np.ndarray, L_train: np.ndarray, H_valid: np.ndarray,
+            L_valid: np.ndarray, max_iter: int = 200) -> GatedMixture:  # fmt: skip
+        """Fit W, b on train rows (h_t, log P_k(w_t)) for every λ of the grid; keep the λ
+        whose mixture has the lowest mean NLL on valid (``valid_nll_by_l2``)."""
+        H, L = self._checked(H_train, L_train)
+        Hv, Lv = self._checked(H_valid, L_valid)
+        L, Lv = np.maximum(L, -1e30), np.maximum(Lv, -1e30)  # a zero component stays finite
+        start = np.zeros(self.n_components * (self.dim + 1))
+        start[self.n_components * self.dim :] = _log_prior(L)  # begin at the best fixed mix
+        self.valid_nll_by_l2: dict[float, float] = {}
+        best = None
+        for l2 in self.l2_grid:
+            res = minimize(self._objective, start, args=(H, L, l2), jac=True, method="L-BFGS-B",
+                           options={"maxiter": max_iter})  # fmt: skip
+            self._set(res.x)
+            valid = float(-self.log_prob(Hv, Lv).mean())
+            self.valid_nll_by_l2[l2] = valid
+            if best is None or valid < best[0]:
+                best = (valid, l2, res.x.copy())
+        self.valid_nll_, self.l2_, theta = best
+        self._set(theta)
+        return self
+
+    def _set(self, theta: np.ndarray) -> None:
+        K, D = self.n_components, self.dim
+        self.W, self.b = theta[: K * D].reshape(K, D).copy(), theta[K * D :].copy()
+
+    def _checked(self, H: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        H, L = np.asarray(H, dtype=np.float64), np.asarray(L, dtype=np.float64)
+        if H.ndim != 2 or H.shape[1] != self.dim or L.shape != (len(H), self.n_components):
+            raise NslmError(f"expected H (N, {self.dim}) and log-probs (N, {self.n_components});"
+                            f" got {H.shape} and {L.shape}")  # fmt: skip
+        if len(H) == 0:
+            raise NslmError("no rows to fit the gate on")
+        return H, L
+
+    # -- parameters --------------------------------------------------------------------------
+
+    def get_params(self) -> dict[str, Any]:
+        return {"n_components": self.n_components, "dim": self.dim,
+                "l2_grid": list(self.l2_grid), "l2": getattr(self, "l2_", None),
+                "valid_nll": getattr(self, "valid_nll_", None)}  # fmt: skip
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        """W and b, for safetensors (the JSON holds :meth:`get_params`)."""
+        return {"W": self.W.astype(np.float32), "b": self.b.astype(np.float32)}
+
+    @classmethod
+    def from_saved(cls, params: dict[str, Any], tensors: dict[str, np.ndarray]) -> GatedMixture:
+        gate = cls(params["n_components"], params["dim"], params["l2_grid"])
+        W, b = np.asarray(tensors["W"], np.float64), np.asarray(tensors["b"], np.float64)
+        if W.shape != (gate.n_components, gate.dim) or b.shape != (gate.n_components,):
+            raise NslmError(f"gate tensors {W.shape}, {b.shape} do not fit {params}")
+        gate.W, gate.b = W, b
+        gate.l2_, gate.valid_nll_ = params.get("l2"), params.get("valid_nll")
+        return gate
+
+
+def _log_prior(L: np.ndarray, steps: int = 50) -> np.ndarray:
+    """log of the best context-free mixing weights (EM on the rows' component log-probs):
+    the gate starts where the plain mixture ends."""
+    log_w = np.full(L.shape[1], -np.log(L.shape[1]))
+    for _ in range(steps):
+        r = softmax(log_w + L, axis=1)
+        log_w = np.log(np.maximum(r.mean(axis=0), 1e-12))
+    return log_w - log_w.max()
