@@ -26,6 +26,8 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax, logsumexp, softmax
 
 from nslm.errors import NslmError
+from nslm.micro.context import Context
+from nslm.micro.model import MicroModel, metric_matrix
 
 L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1)
 
@@ -150,3 +152,52 @@ def _log_prior(L: np.ndarray, steps: int = 50) -> np.ndarray:
         r = softmax(log_w + L, axis=1)
         log_w = np.log(np.maximum(r.mean(axis=0), 1e-12))
     return log_w - log_w.max()
+
+
+# which metric values a restricted component keeps: m(w, w_prev) against the context
+RESTRICTIONS = {
+    "after": lambda m: m > 0,  # a later year, a larger number
+    "before": lambda m: m < 0,
+    "other": lambda m: m != 0,  # anything but the previous value or place itself
+}
+
+
+class Restricted:
+    """A micro-model restricted to the members of V_c whose metric against the context
+    passes a test (:data:`RESTRICTIONS`), renormalised over them:
+
+        P_k(w | ctx) = P_MM(w | ctx) · [test(m(w, w_prev))] / Σ_{w'} P_MM(w' | ctx) · [test(…)]
+
+    A row without context, or where no member passes, keeps the plain micro-model: every row
+    stays a distribution over V_c. "died in" can then pick the ``after`` part of the year
+    model, a list of places the ``other`` part of the place model.
+    """
+
+    def __init__(self, model: MicroModel, keep: str) -> None:
+        if keep not in RESTRICTIONS:
+            raise NslmError(f"unknown restriction {keep!r}; choose {', '.join(RESTRICTIONS)}")
+        if model.metric.kind != "continuous" or not model.metric.needs & {
+            "prev_value",
+            "prev_coords",
+        }:
+            raise NslmError(f"a restriction needs a metric against the context (diff, "
+                            f"euclidean), not {model.metric.name!r}")  # fmt: skip
+        self.model, self.keep = model, keep
+
+    @property
+    def name(self) -> str:
+        return f"{self.model.metric.name}+{self.model.pdf.name} ({self.keep})"
+
+    def log_prob(self, ctx: Context) -> np.ndarray:
+        """(B, |V_c|) log-probabilities, each row a distribution over V_c."""
+        out = self.model.log_prob(ctx)
+        ok = np.flatnonzero(self.model.metric.available(ctx))
+        if not len(ok):
+            return out
+        values = metric_matrix(self.model.metric, self.model.cls, ctx.rows(ok))
+        passes = RESTRICTIONS[self.keep](values)
+        some = passes.any(axis=1)
+        rows = ok[some]
+        kept = np.where(passes[some], out[rows], -np.inf)
+        out[rows] = kept - logsumexp(kept, axis=1, keepdims=True)
+        return out
