@@ -131,14 +131,14 @@ def predict(
         return sorted(parts, key=lambda d: -d["p"])
 
     def top(logp: np.ndarray) -> list[int]:
-        return np.argsort(-logp, kind="stable")[:k].tolist()
+        return top_indices(logp, k).tolist()
 
     tags = full.tag[0]
     classes = []
     for c in np.flatnonzero(np.isfinite(tags)).tolist():
         name = corpus.class_names[c]
         ids, logp = full.within[c]
-        best = np.argsort(-logp[0], kind="stable")[:n_within]
+        best = top_indices(logp[0], n_within)
         inside = [{"token": itos[ids[i]], "p_in_class": math.exp(logp[0, i])} for i in best]
         if name in micro:
             _add_attributes(inside, micro[name], [int(ids[i]) for i in best])
@@ -170,6 +170,17 @@ def predict(
         "classes": classes,
         "sums": {"nnlm": float(np.exp(nnlm).sum()), "nslm": float(np.exp(nslm).sum())},
     }
+
+
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` largest entries' indices, largest first, ties by index (as a stable sort of
+    the whole array would give), in O(n + k log k): a full sort of 33k types per call was
+    most of a prediction's time."""
+    if k >= len(scores):
+        return np.argsort(-scores, kind="stable")
+    cut = np.partition(scores, len(scores) - k)[len(scores) - k]  # the k-th largest value
+    candidates = np.flatnonzero(scores >= cut)  # ties at the cut included, in index order
+    return candidates[np.argsort(-scores[candidates], kind="stable")][:k]
 
 
 def _add_attributes(rows: list[dict[str, Any]], model: MicroModel, ids: list[int]) -> None:
