@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS, help="[%(default)s]")
     args = parser.parse_args()
     variants = args.variant or [""]
-    command = " ".join(["python", *sys.argv])
+    command = "python " + shlex.join(sys.argv)
     rows = []
     with tempfile.TemporaryDirectory(prefix="nslm-sweep-") as tmp:
         for i, variant in enumerate(variants):

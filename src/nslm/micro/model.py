@@ -12,6 +12,7 @@ The NSLM of paper Eq. 4 is then log P(c | h) + :meth:`MicroModel.log_prob_target
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,27 @@ def smooth(log_mm: np.ndarray, log_uni: np.ndarray, epsilon: float) -> np.ndarra
     return np.logaddexp(np.log1p(-eps) + log_mm, np.log(eps) + log_uni)
 
 
+def log_prob_at(
+    log_prob: Callable[[Context], np.ndarray], ctx: Context, index: np.ndarray, n_candidates: int
+) -> np.ndarray:
+    """``log_prob(ctx)[b, index[b]]`` for every row b, without the (B, K) matrix.
+
+    Each distinct context is scored once (:meth:`Context.unique`): rows that share a previous
+    year or city share a distribution over V_c.
+    """
+    distinct, which = ctx.unique()
+    out = np.empty(len(ctx))
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(len(distinct) + 1))
+    step = max(1, _CELL_BUDGET // max(n_candidates, 1))
+    for start in range(0, len(distinct), step):
+        stop = min(start + step, len(distinct))
+        full = log_prob(distinct.rows(np.arange(start, stop)))
+        rows = order[bounds[start] : bounds[stop]]
+        out[rows] = full[which[rows] - start, index[rows]]
+    return out
+
+
 class MicroModel:
     """Metric + PDF + unigram smoothing + fall-back for one class, scikit-learn style."""
 
@@ -158,22 +180,8 @@ class MicroModel:
         return out
 
     def log_prob_at(self, ctx: Context, index: np.ndarray) -> np.ndarray:
-        """log P_MM of candidate ``index[b]`` in row b, without keeping the (B, K) matrix.
-
-        Each distinct context is scored once (:meth:`Context.unique`): rows that share a
-        previous year or city share a distribution over V_c.
-        """
-        distinct, which = ctx.unique()
-        out = np.empty(len(ctx))
-        order = np.argsort(which, kind="stable")
-        bounds = np.searchsorted(which[order], np.arange(len(distinct) + 1))
-        step = max(1, _CELL_BUDGET // max(len(self.cls.candidates), 1))
-        for start in range(0, len(distinct), step):
-            stop = min(start + step, len(distinct))
-            full = self.log_prob(distinct.rows(np.arange(start, stop)))
-            rows = order[bounds[start] : bounds[stop]]
-            out[rows] = full[which[rows] - start, index[rows]]
-        return out
+        """log P_MM of candidate ``index[b]`` in row b, without keeping the (B, K) matrix."""
+        return log_prob_at(self.log_prob, ctx, index, len(self.cls.candidates))
 
     def log_prob_targets(self, split: Split) -> np.ndarray:
         """Per-position array for the evaluator: log P_MM(w_t | c_t, prev) at this class's
