@@ -69,14 +69,21 @@ def browser_page() -> Iterator[Page]:
         browser.close()
 
 
+def submit(page: Page, url: str, fields: dict[str, str], button: str, answer: str) -> None:
+    """Open the explorer, fill ``fields`` (selector → text), press ``button``, and wait for
+    the ``answer`` selector to appear."""
+    page.goto(url)
+    for selector, text in fields.items():
+        page.fill(selector, text)
+    page.click(button)
+    page.wait_for_selector(answer)
+
+
 def test_next_token_shows_both_models_and_the_breakdown(server: str, browser_page: Page,
                                                         tmp_path: Path) -> None:  # fmt: skip
     page = browser_page
-    page.goto(server)
-    page.fill("#prompt", "In 1990 , the city of")
-    page.fill("#k", "7")
-    page.click("#predict-btn")
-    page.wait_for_selector(".bar.nslm")
+    fields = {"#prompt": "In 1990 , the city of", "#k": "7"}
+    submit(page, server, fields, "#predict-btn", ".bar.nslm")
     assert page.locator(".bar.nnlm").count() == 7 and page.locator(".bar.nslm").count() == 7
     heads = page.locator("h3.class-head").all_inner_texts()
     assert any(h.startswith("<year>") for h in heads)
@@ -88,21 +95,15 @@ def test_next_token_shows_both_models_and_the_breakdown(server: str, browser_pag
 
 def test_generate_marks_class_tokens(server: str, browser_page: Page) -> None:
     page = browser_page
-    page.goto(server)
-    page.fill("#gen-prompt", "In 1990 ,")
-    page.fill("#gen-max", "40")
-    page.click("#generate-btn")
-    page.wait_for_selector("#generate-out p")
+    fields = {"#gen-prompt": "In 1990 ,", "#gen-max": "40"}
+    submit(page, server, fields, "#generate-btn", "#generate-out p")
     words = page.locator("#generate-out p").inner_text().split()
     assert words[:2] == ["In", "1990"] and len(words) >= 2 + 40
 
 
 def test_a_bad_request_shows_its_message(server: str, browser_page: Page) -> None:
     page = browser_page
-    page.goto(server)
-    page.fill("#k", "500")
-    page.click("#predict-btn")
-    page.wait_for_selector("#predict-out .error")
+    submit(page, server, {"#k": "500"}, "#predict-btn", "#predict-out .error")
     assert "422" in page.locator("#predict-out .error").inner_text()
 
 
