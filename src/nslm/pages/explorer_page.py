@@ -18,6 +18,7 @@ PAGE_STYLE = (
     STYLE
     + """
 .panel { border: 1px solid #ddd; border-radius: 6px; padding: 0.8em 1.2em; margin: 1em 0; }
+.panel h2 { margin-top: 0.2em; }
 .row { display: flex; gap: 2em; flex-wrap: wrap; } .col { flex: 1; min-width: 300px; }
 .bar { display: flex; align-items: center; gap: 0.5em; margin: 2px 0; font-size: 0.92em; }
 .bar .fill { background: #4a7bd0; height: 12px; } .bar.nslm .fill { background: #d0694a; }
