@@ -10,6 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -297,3 +299,40 @@ def train_cut_and_resumed(cfg, run_dir: Path, at_step: int, monkeypatch) -> dict
         train(cfg, run_dir)
     monkeypatch.setattr(Trainer, "_step", real_step)
     return train(cfg, run_dir, resume=True)
+
+
+# -- the explorer server ------------------------------------------------------------------------
+
+
+@contextmanager
+def served(*runs: Path, seconds: float = 90) -> Iterator[str]:
+    """``nslm serve RUNS`` on a free loopback port for the block; yields its URL once
+    ``/api/runs`` answers (the server exiting first, or not answering in ``seconds``, fails)."""
+    import socket
+    import time
+    import urllib.request
+
+    import pytest
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "nslm", "serve", *map(str, runs), "--port", str(port)]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                urllib.request.urlopen(url + "/api/runs", timeout=2).close()
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail(f"the server exited: {proc.stderr.read()}")
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the server did not start in {seconds:g} s")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from helpers import served
 from nslm.cli import main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -32,31 +28,10 @@ if not os.environ.get("CI"):
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tiny_nslm_run: Path, tiny_byte_run: Path) -> Iterator[str]:
-    port = _free_port()
-    command = [sys.executable, "-m", "nslm", "serve", str(tiny_nslm_run), str(tiny_byte_run),
-               "--port", str(port)]  # fmt: skip
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(url + "/api/runs", timeout=2).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "the server did not start in 90 s"
-            time.sleep(0.3)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    with served(tiny_nslm_run, tiny_byte_run) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

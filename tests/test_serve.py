@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
-import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from helpers import served
 from nslm.cli import main
 from nslm.pages.explorer import Limits, RunView
 from nslm.pages.server import create_app
@@ -117,33 +115,14 @@ def test_sentiment_with_a_probe(tiny_byte_run: Path, labelled_dir: Path, tmp_pat
     assert got["neuron_label"] in ("positive", "negative") and 0 <= got["neuron"] < 64
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_cli_serves_on_loopback(tiny_byte_run: Path) -> None:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "nslm", "serve", str(tiny_byte_run),
-                             "--port", str(port)], stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/runs", timeout=2) as r:
-                    runs = json.loads(r.read())
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read()
-                assert time.monotonic() < deadline, "the server did not start in 60 s"
-                time.sleep(0.3)
+    with served(tiny_byte_run, seconds=60) as url:
+        with urllib.request.urlopen(url + "/api/runs", timeout=10) as response:
+            runs = json.loads(response.read())
         assert runs[0]["name"] == tiny_byte_run.name
+        port = url.rsplit(":", 1)[1]
         listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
         assert f"127.0.0.1:{port}" in listening and f"0.0.0.0:{port}" not in listening
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_serve_needs_runs() -> None:

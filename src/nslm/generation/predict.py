@@ -28,6 +28,7 @@ from nslm.errors import NslmError
 from nslm.micro.model import MicroModel
 from nslm.runs.load import LoadedRun
 from nslm.scores.mixture import ensemble_log_probs
+from nslm.scores.passes import Scorer
 
 DEFAULT_PROMPT = "William the Conqueror won the Battle of Hastings in 1066 , and died in"
 
@@ -86,6 +87,15 @@ def micro_contexts(
 
 
 @torch.no_grad()
+def nnlm_next(loaded: LoadedRun, scorer: Scorer, split: Split) -> tuple[torch.Tensor, np.ndarray]:
+    """The backbone state after reading the prompt ``split`` from <eos>, (1, D), and log
+    P_NNLM of every type as the next token, (V,) float64."""
+    ids = [loaded.corpus.vocab.stoi[EOS], *split.token_ids[:-1].tolist()]
+    last = scorer.last_features(ids)
+    return last, loaded.model.heads["nnlm"].log_dist(last)[0].double().numpy()
+
+
+@torch.no_grad()
 def predict(
     loaded: LoadedRun,
     micro: dict[str, MicroModel],
@@ -104,8 +114,7 @@ def predict(
     corpus = loaded.corpus
     split, tokens = prompt_split(loaded, prompt)
     scorer = loaded.scorer()
-    last = scorer.last_features([corpus.vocab.stoi[EOS], *split.token_ids[:-1].tolist()])
-    nnlm = loaded.model.heads["nnlm"].log_dist(last)[0].double().numpy()
+    last, nnlm = nnlm_next(loaded, scorer, split)
     rows, contexts = micro_contexts(micro, split, tokens)
     full = scorer.distribution(last, micro, corpus.class_names, rows)
     nslm = ensemble_log_probs(nnlm, full.marginal()[0], lam)

@@ -23,7 +23,7 @@ from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.micro.classdata import ClassData
 from nslm.micro.context import Context
-from nslm.micro.gated import RESTRICTIONS, GatedMixture, Restricted
+from nslm.micro.gated import RESTRICTIONS, GatedMixture, Restricted, compares_with_context
 from nslm.micro.model import MicroModel, log_prob_at
 from nslm.micro.pdfs import Pdf
 
@@ -57,9 +57,7 @@ def grid_components(entry: dict[str, Any], cls: ClassData, k: int = 3,
         out.append(MicroModel(cls, cell["metric"], Pdf.from_params(cell["pdf_params"]),
                               context=cell["context"], epsilon=cell["epsilon"],
                               unigram_alpha=alpha))  # fmt: skip
-    compares = selected.metric.kind == "continuous" and selected.metric.needs & {
-        "prev_value", "prev_coords"}  # fmt: skip
-    if restricted and compares:
+    if restricted and compares_with_context(selected):
         out += [Restricted(selected, keep) for keep in RESTRICTIONS]
     return out
 

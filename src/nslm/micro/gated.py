@@ -162,6 +162,13 @@ RESTRICTIONS = {
 }
 
 
+def compares_with_context(model: MicroModel) -> bool:
+    """Whether the model's metric measures a member against the context (``diff``,
+    ``euclidean``): only then has "later", "earlier" or "other than" a meaning."""
+    metric = model.metric
+    return metric.kind == "continuous" and bool(metric.needs & {"prev_value", "prev_coords"})
+
+
 class Restricted:
     """A micro-model restricted to the members of V_c whose metric against the context
     passes a test (:data:`RESTRICTIONS`), renormalised over them:
@@ -176,10 +183,7 @@ class Restricted:
     def __init__(self, model: MicroModel, keep: str) -> None:
         if keep not in RESTRICTIONS:
             raise NslmError(f"unknown restriction {keep!r}; choose {', '.join(RESTRICTIONS)}")
-        if model.metric.kind != "continuous" or not model.metric.needs & {
-            "prev_value",
-            "prev_coords",
-        }:
+        if not compares_with_context(model):
             raise NslmError(f"a restriction needs a metric against the context (diff, "
                             f"euclidean), not {model.metric.name!r}")  # fmt: skip
         self.model, self.keep = model, keep

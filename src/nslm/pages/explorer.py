@@ -102,24 +102,16 @@ class RunView:
             return result
 
     def _predict(self, prompt: str, k: int, within: int) -> dict[str, Any]:
-        from nslm.generation.predict import predict
+        from nslm.generation.predict import nnlm_next, predict, prompt_split, top_indices
         from nslm.runs.assets import saved_global_lambda
 
         if self.kind == "nslm":
             lam = saved_global_lambda(self.path)
             return predict(self.loaded, self.micro, prompt, k=k, lam=lam, n_within=within)
-        import torch
-
-        from nslm.data.vocab import EOS
-
-        vocab = self.loaded.corpus.vocab
-        ids = [vocab.stoi[EOS], *(int(i) for i in vocab.encode(prompt.split()))]
-        with torch.no_grad():
-            last = self.loaded.scorer().last_features(ids)
-            logp = self.loaded.model.heads["nnlm"].log_dist(last)[0].double().numpy()
-        top = np.argsort(-logp, kind="stable")[:k]
-        itos = vocab.itos
-        nnlm = [{"token": itos[w], "p": float(np.exp(logp[w]))} for w in top]
+        split, _ = prompt_split(self.loaded, prompt)
+        _, logp = nnlm_next(self.loaded, self.loaded.scorer(), split)
+        itos = self.loaded.corpus.vocab.itos
+        nnlm = [{"token": itos[w], "p": float(np.exp(logp[w]))} for w in top_indices(logp, k)]
         return {"prompt": prompt, "nnlm": nnlm, "nslm": [], "classes": []}
 
     # -- generation ----------------------------------------------------------------------------

@@ -15,22 +15,14 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 from nslm.atomic import write_bytes_atomic
 from nslm.errors import NslmError
 from nslm.pages import sections
 from nslm.pages.html import esc, figure, matplotlib_png, number, page, table
+from nslm.runs.files import read_json
 
 Section = tuple[str, str, str]
-
-
-def read_json(path: Path) -> Any:
-    """A JSON file of the run; one line when it is not JSON."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NslmError(f"cannot read {path}: {exc}") from None
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -139,9 +131,9 @@ def build_report(run: Path | str) -> str:
     cfg = read_json(run / "config.json")
     results = read_json(run / "results.json") if (run / "results.json").is_file() else {}
     parts: list[Section | None] = [overview(run, cfg, results), training_section(run, cfg)]
-    parts += sections.paper_tables(run, read_json)
-    parts += [sections.micro_models(run, read_json), sections.rarity(run, read_json)]
-    parts += sections.probes(run, read_json)
+    parts += sections.paper_tables(run)
+    parts += [sections.micro_models(run), sections.rarity(run)]
+    parts += sections.probes(run)
     parts.append(config_section(cfg))
     present = [p for p in parts if p is not None]
     hints = sections.missing_hints(run, cfg)

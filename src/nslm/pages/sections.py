@@ -1,29 +1,22 @@
 """The report's sections that later commands add to a run: Tables 2/3 beside the paper's,
 micro-models with their grid cells and fitted PDFs, perplexity by rarity, neuron probes.
 
-Each takes the run directory and a JSON reader and returns ``(anchor, heading, HTML)``, or
+Each takes the run directory and returns ``(anchor, heading, HTML)``, or
 None (a list for the ones that repeat per split or per probe) when the run lacks the file.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from nslm.evaluation.tables import fmt_change
 from nslm.pages.html import esc, figure, number, table
 from nslm.pages.paper import PAPER_MODELS, paper_row
+from nslm.runs.files import read_json
 
-Reader = Callable[[Path], Any]
 Section = tuple[str, str, str]
-
-
-def _change(value: float | None) -> str:
-    """The paper's style: a reduction in parentheses, an increase bare."""
-    if value is None:
-        return ""
-    return f"({-value:.1f}%)" if value < 0 else f"{value:.1f}%"
 
 
 def _paper_cells(table_name: str, row: str) -> list[str]:
@@ -51,7 +44,8 @@ def _one_table(name: str, data: dict) -> str:
         for model in models:
             value = number(ppl.get(model))
             change = data.get("change", {}).get(row, {}).get(model)
-            cells.append(f'{value} <span class="muted">{_change(change)}</span>')
+            change = fmt_change(math.nan if change is None else change)
+            cells.append(f'{value} <span class="muted">{change}</span>')
         cells.append(f"×{ratio:.2f}" if ratio else "")
         cells += _paper_cells(name, row)
         rows.append(cells)
@@ -65,11 +59,11 @@ def _one_table(name: str, data: dict) -> str:
     return note + table(headers, rows, classes=css, raw=True)
 
 
-def paper_tables(run: Path, read: Reader) -> list[Section]:
+def paper_tables(run: Path) -> list[Section]:
     """Tables 2 and 3 of every ``tables_<split>.json`` that ``nslm eval`` wrote."""
     out = []
     for path in sorted(run.glob("tables_*.json")):
-        data = read(path)
+        data = read_json(path)
         split = path.stem.removeprefix("tables_")
         body = "".join(
             f"<h3>{esc(t.get('title', name))}</h3>" + _one_table(name, t)
@@ -91,12 +85,12 @@ def _fitted_summary(pdf: dict) -> str:
     return esc(hyper) + ("; " if hyper and parts else "") + "; ".join(parts)
 
 
-def micro_models(run: Path, read: Reader) -> Section | None:
+def micro_models(run: Path) -> Section | None:
     """The selected micro-model per class, its grid-search cells and its PDF figure."""
     path = run / "micro.json"
     if not path.is_file():
         return None
-    micro = read(path)
+    micro = read_json(path)
     plots = run / "plots"
     body = [f"<p class='note'>Grid: {esc(micro.get('grid', ''))}; each cell is a {{metric, PDF}} "
             "fitted on train and scored on valid (paper Table 1, step 4); the lowest valid "
@@ -123,11 +117,11 @@ def micro_models(run: Path, read: Reader) -> Section | None:
     return "micro", "Micro-models", "".join(body)
 
 
-def rarity(run: Path, read: Reader) -> Section | None:
+def rarity(run: Path) -> Section | None:
     """Perplexity by training count (paper Figure 3) of every ``rarity_<split>.json``."""
     body = []
     for path in sorted(run.glob("rarity_*.json")):
-        data = read(path)
+        data = read_json(path)
         split = path.stem.removeprefix("rarity_")
         for name, buckets in data.get("tables", {}).items():
             models = list(next(iter(buckets.values()), {}))
@@ -179,12 +173,12 @@ def _pos(summary: dict, folder: Path) -> str:
     return html
 
 
-def probes(run: Path, read: Reader) -> list[Section]:
+def probes(run: Path) -> list[Section]:
     """A byte LM's probe summaries (``nslm probe``), one section per probe folder."""
     root = run / "probes"
     out = []
     for summary in sorted(root.glob("**/summary.json")) if root.is_dir() else []:
-        data = read(summary)
+        data = read_json(summary)
         folder = summary.parent
         name = str(folder.relative_to(root))
         body = _pos(data, folder) if "rows" in data else _sentiment(data, folder)
