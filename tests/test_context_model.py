@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nslm.micro.classdata import builtin_class
 from nslm.micro.context_model import ContextMicroModel
@@ -31,13 +33,19 @@ def sign_features(corpus, year, split) -> np.ndarray:
     return np.stack([sign, np.ones_like(sign)], axis=1)
 
 
+def split_features(corpus, year, split) -> np.ndarray:
+    """The sign features as the scoring pass keeps states: one row per split position."""
+    out = np.zeros((len(split), 2))
+    out[year.positions(split)[0]] = sign_features(corpus, year, split)
+    return out
+
+
 def test_a_pinned_gate_is_the_plain_micro_model(years) -> None:
     corpus, year, plain, components = years
     model = ContextMicroModel(year, components, dim=2)
     model.gate = GatedMixture.pinned(3, 2, component=0)
     split = corpus.valid
-    H = sign_features(corpus, year, split)
-    got = model.log_prob_targets(split, H)
+    got = model.log_prob_targets(split, split_features(corpus, year, split))
     np.testing.assert_allclose(got, plain.log_prob_targets(split), rtol=0, atol=1e-12,
                                equal_nan=True)  # fmt: skip
 
@@ -48,7 +56,7 @@ def test_the_gate_learns_to_pick_later_or_earlier_years(years) -> None:
     train, valid = corpus.train, corpus.valid
     model.fit(train, sign_features(corpus, year, train), valid,
               sign_features(corpus, year, valid))  # fmt: skip
-    mixed = model.log_prob_targets(valid, sign_features(corpus, year, valid))
+    mixed = model.log_prob_targets(valid, split_features(corpus, year, valid))
     base = plain.log_prob_targets(valid)
     in_class = np.isfinite(base)
     # knowing the sign halves the candidates: about log 2 nats per year, minus the smoothing
@@ -56,7 +64,7 @@ def test_the_gate_learns_to_pick_later_or_earlier_years(years) -> None:
     # and every row stays a distribution over V_c
     positions, _ = year.positions(valid)
     H = sign_features(corpus, year, valid)[:50]
-    rows = model.log_prob(model.contexts(valid, positions[:50]), H)
+    rows = model.log_prob(year.context(valid, positions[:50], model.context), H)
     np.testing.assert_allclose(np.exp(rows).sum(axis=1), 1.0, atol=1e-9)
 
 
@@ -67,7 +75,20 @@ def test_json_and_tensors_round_trip(years) -> None:
     model.gate.W, model.gate.b = rng.normal(size=(3, 2)), rng.normal(size=3)
     again = ContextMicroModel.from_json(model.to_json(), year, model.gate.tensors())
     assert again.names == model.names
-    H = sign_features(corpus, year, corpus.valid)
+    H = split_features(corpus, year, corpus.valid)
     np.testing.assert_allclose(again.log_prob_targets(corpus.valid, H),
                                model.log_prob_targets(corpus.valid, H), atol=1e-5,
                                equal_nan=True)  # fmt: skip
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), scale=st.floats(0.1, 100.0))
+def test_a_fitted_gate_gives_a_distribution_over_vc_for_any_h(years, seed, scale) -> None:
+    corpus, year, _, components = years
+    model = ContextMicroModel(year, components, dim=2)
+    rng = np.random.default_rng(seed)
+    model.gate.W, model.gate.b = rng.normal(size=(3, 2)) * scale, rng.normal(size=3)
+    positions, _ = year.positions(corpus.valid)
+    rows = model.log_prob(year.context(corpus.valid, positions[:40], model.context),
+                          rng.normal(size=(40, 2)) * scale)  # fmt: skip
+    np.testing.assert_allclose(np.exp(rows).sum(axis=1), 1.0, atol=1e-9)

@@ -52,6 +52,7 @@ def eval_tables(
     from nslm.atomic import write_json_atomic
     from nslm.config import total_threads
     from nslm.evaluation.report import evaluate_run, render
+    from nslm.runs.context_micro import has_context_models, load_run_context
     from nslm.runs.load import load_run
     from nslm.runs.micro import load_run_micro
     from nslm.scores.passes import use_threads
@@ -59,8 +60,14 @@ def eval_tables(
     loaded = load_run(run)
     use_threads(total_threads(loaded.cfg))
     micro = load_run_micro(loaded)
-    scorer = loaded.scorer(keep_features=keep_features)
+    context = has_context_models(run) and lambdas is None  # its λ is tuned on valid
+    scorer = loaded.scorer(keep_features=keep_features or context)
     sources = [make(loaded, scorer) for make in extra]
+    if context:  # RUN/micro_context.json: the NSLM-context column, first of the extras
+        from nslm.evaluation.context_column import ContextSource
+
+        click.echo("eval: with the context-aware micro-models (NSLM-context)", err=True)
+        sources.insert(0, ContextSource(scorer, load_run_context(loaded, micro)))
     results = {}
     for split in splits:
         click.echo(f"eval: scoring {split} …", err=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from nslm.cli.options import check_run, is_byte_run, model_option, use_nslm
+from nslm.cli.options import check_run, is_byte_run, micro_kind_option, model_option, use_nslm
 from nslm.errors import NslmError
 from nslm.generation.ngram import generate_ngram
 from nslm.generation.sampling import Sampler, SamplingConfig
@@ -41,6 +41,7 @@ NSLM = "nslm"
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Byte LM, with --neuron: also write the coloured text "
               "as an HTML page.")  # fmt: skip
+@micro_kind_option
 def generate_command(
     run: Path,
     prompt: str,
@@ -54,6 +55,7 @@ def generate_command(
     neuron: int | None = None,
     html_out: Path | None = None,
     model_kind: str = "auto",
+    micro_kind: str = "auto",
 ) -> None:
     """Continue PROMPT with the LM in RUN: a training run directory (`nslm train`), an
     n-gram model directory (`nslm ngram build`) or an ARPA file.
@@ -91,7 +93,8 @@ def generate_command(
         check_run(run)
         model_kind = _model_of(run, model_kind, head, show_classes)
         if use_nslm(run, model_kind, "generate"):
-            generated = _generate_nslm(run, prompt, max_tokens, sampler, show_classes)
+            generated = _generate_nslm(run, prompt, max_tokens, sampler, show_classes,
+                                       micro_kind)  # fmt: skip
         else:
             generated = _generate_neural(run, tokens, max_tokens, sampler, head)
     lines: list[list[str]] = [[]]
@@ -137,20 +140,19 @@ def _generate_neural(
     return ["</s>" if vocab.itos[i] == EOS else vocab.itos[i] for i in ids]
 
 
-def _generate_nslm(
-    run: Path, prompt: str, max_tokens: int, sampler: Sampler, show_classes: bool
-) -> list[str]:
+def _generate_nslm(run: Path, prompt: str, max_tokens: int, sampler: Sampler,
+                   show_classes: bool, micro_kind: str) -> list[str]:  # fmt: skip
     """The NSLM (Eq. 4) continuation; the prompt is prepared as `nslm predict` prepares it."""
     from nslm.config import total_threads
     from nslm.data.vocab import EOS
     from nslm.generation.nslm_sampling import generate_nslm
+    from nslm.runs.context_micro import run_micro_models
     from nslm.runs.load import load_run
-    from nslm.runs.micro import load_run_micro
     from nslm.scores.passes import use_threads
 
     loaded = load_run(run)
     use_threads(total_threads(loaded.cfg))
-    micro = load_run_micro(loaded)
+    micro = run_micro_models(loaded, micro_kind)
     itos, names = loaded.corpus.vocab.itos, loaded.corpus.class_names
     out = []
     for g in generate_nslm(loaded, micro, prompt.replace("</s>", EOS), max_tokens, sampler):

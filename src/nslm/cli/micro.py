@@ -69,18 +69,43 @@ def micro_group() -> None:
 @_corpus
 @_classes
 @prepared_dir_option
+@click.option(
+    "--context",
+    is_flag=True,
+    help="After micro.json: fit the context-aware "
+    "micro-models of RUN (a gate on the LM's state over each class's best cells).",
+)
+@click.option(
+    "--components",
+    type=click.IntRange(1, 20),
+    default=3,
+    show_default=True,
+    help="With --context: grid cells per class, before the restricted parts.",
+)
 def fit(run: Path | None, fast: bool, only: tuple[str, ...], metrics: tuple[str, ...],
         pdfs: tuple[str, ...], plugins: tuple[str, ...], class_file: Path | None,
         out: Path | None, corpus: str | None, classes: str | None,
-        prepared_dir: Path | None) -> None:  # fmt: skip
+        prepared_dir: Path | None, context: bool, components: int) -> None:  # fmt: skip
     """Exhaustive {metric, PDF} grid search per class on validation (paper Table 1, step 4).
 
     With RUN (a training run): its corpus and classes; writes RUN/micro.json, the selected
     pair of every class, every fitted parameter and the validation perplexity of every grid
-    cell. Without RUN: on --corpus alone (no LM), written to -o FILE.
+    cell. Without RUN: on --corpus alone (no LM), written to -o FILE. With --context, RUN's
+    context-aware micro-models (RUN/micro_context.json; docs/context-micro-models.md).
     """
     from nslm.micro.metrics import get_metric
     from nslm.micro.pdfs import get_pdf
+
+    if context:
+        from nslm.cli.context_micro import fit_context
+
+        if run is None or any([fast, only, metrics, pdfs, plugins, class_file, out, corpus,
+                               classes, prepared_dir]):  # fmt: skip
+            raise NslmError(
+                "--context takes RUN and --components only (after 'nslm fit-micro RUN')"
+            )
+        fit_context(run, components)
+        return
 
     _load_plugins(plugins)  # before the names are checked: a plug-in may define them
     for name in metrics:

@@ -222,3 +222,10 @@ def is_byte_run(run: Path) -> bool:
     if not saved.is_file():
         return False
     return is_byte_corpus(config_from_json(saved.read_text(encoding="utf-8")).corpus)
+
+
+micro_kind_option = click.option(
+    "--micro", "micro_kind", type=click.Choice(["auto", "plain", "context"]), default="auto",
+    show_default=True, help="The micro-models: the context-aware ones when RUN has them "
+    "(auto; 'nslm fit-micro RUN --context'), the plain ones, or the context-aware ones.",
+)  # fmt: skip

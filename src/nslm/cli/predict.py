@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from nslm.atomic import json_text
-from nslm.cli.options import run_argument
+from nslm.cli.options import micro_kind_option, run_argument
 from nslm.errors import NslmError
 
 
@@ -29,24 +29,27 @@ from nslm.errors import NslmError
     default=None,
     help="Ensemble weight of the NNLM [the Global λ of the last nslm eval, else 0: pure].",
 )
+@micro_kind_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def predict_command(run: Path, prompt: str, k: int, lam: float | None, as_json: bool) -> None:
+def predict_command(run: Path, prompt: str, k: int, lam: float | None, micro_kind: str,
+                    as_json: bool) -> None:  # fmt: skip
     """Top-k next tokens of PROMPT under the NNLM and the NSLM, with P(class) × P_MM.
 
-    Needs RUN/micro.json ('nslm micro fit RUN').
+    Needs RUN/micro.json ('nslm micro fit RUN'). With context-aware micro-models, each
+    class also shows the gate's weights: which micro-model the context chose.
     """
     from nslm.config import total_threads
     from nslm.generation.predict import predict, render
     from nslm.runs.assets import saved_global_lambda
+    from nslm.runs.context_micro import run_micro_models
     from nslm.runs.load import load_run
-    from nslm.runs.micro import load_run_micro
     from nslm.scores.passes import use_threads
 
     if not (run / "micro.json").is_file():  # before the (slow) corpus load
         raise NslmError(f"predict needs {run / 'micro.json'}: run 'nslm micro fit {run}' first")
     loaded = load_run(run)
     use_threads(total_threads(loaded.cfg))
-    micro = load_run_micro(loaded)
+    micro = run_micro_models(loaded, micro_kind)
     if lam is None:
         lam = saved_global_lambda(run)
     result = predict(loaded, micro, prompt, k=k, lam=lam)

@@ -235,7 +235,7 @@ class NgramColumns(ColumnSource):
                 mm = self.micro[name]
                 ctx = mm.cls.context(split, positions, mm.context)
                 within[c] = (mm.cls.candidates.vocab_ids, mm.log_prob(ctx))
-                source[c] = f"{mm.metric.name}+{mm.pdf.name}"
+                source[c] = mm.label
             else:
                 rows = np.broadcast_to(self.unigram[c], (len(positions), len(self.unigram[c])))
                 within[c] = (self.members[c], rows.copy())

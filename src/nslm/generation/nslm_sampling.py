@@ -154,7 +154,7 @@ class NslmStepper:
     def distribution(self) -> FullDistribution:
         """Eq. 4's parts for the next token (one row); computed once per step."""
         if self._full is None:
-            rows = {name: mm.log_prob(self.contexts[name]) for name, mm in self.micro.items()}
+            rows = {n: mm.log_prob(self.contexts[n], self._h) for n, mm in self.micro.items()}
             self._full = self.scorer.distribution(
                 self._h, self.micro, self.corpus.class_names, rows
             )

@@ -68,16 +68,17 @@ def oov_words(loaded: LoadedRun, tokens: list[str]) -> list[str]:
 
 
 def micro_contexts(
-    micro: dict[str, MicroModel], split: Split, tokens: list[str]
+    micro: dict[str, MicroModel], split: Split, tokens: list[str], last: torch.Tensor
 ) -> tuple[dict[str, np.ndarray], dict[str, str | None]]:
-    """Each micro-model's log P_MM over V_c at the slot after the prompt, and the context
-    w_prev^(c) it used, as text (None: no previous token of its class, the unigram)."""
+    """Each micro-model's log P_MM over V_c at the slot after the prompt (``last``: the LM's
+    state there, read by context-aware ones), and the context w_prev^(c) it used, as text
+    (None: no previous token of its class, the unigram)."""
     nxt = np.array([len(split) - 1])
     rows, contexts = {}, {}
     pending = quantity_before(tokens, len(tokens))  # what <convert>'s context shows
     for name, mm in micro.items():
         ctx = mm.cls.context(split, nxt, mm.context)
-        rows[name] = mm.log_prob(ctx)
+        rows[name] = mm.log_prob(ctx, last)
         p = int(ctx.prev_index[0])
         contexts[name] = tokens[p] if p >= 0 else None
         if "convert_target" in mm.metric.needs:
@@ -115,7 +116,7 @@ def predict(
     split, tokens = prompt_split(loaded, prompt)
     scorer = loaded.scorer()
     last, nnlm = nnlm_next(loaded, scorer, split)
-    rows, contexts = micro_contexts(micro, split, tokens)
+    rows, contexts = micro_contexts(micro, split, tokens, last)
     full = scorer.distribution(last, micro, corpus.class_names, rows)
     nslm = ensemble_log_probs(nnlm, full.marginal()[0], lam)
     itos = corpus.vocab.itos
@@ -149,17 +150,17 @@ def predict(
         ids, logp = full.within[c]
         best = top_indices(logp[0], n_within)
         inside = [{"token": itos[ids[i]], "p_in_class": math.exp(logp[0, i])} for i in best]
+        entry = {
+            "class": f"<{name}>",
+            "p_class": math.exp(tags[c]),
+            "model": full.source[c],
+            "context": contexts.get(name),
+            "top": inside,
+        }
         if name in micro:
             _add_attributes(inside, micro[name], [int(ids[i]) for i in best])
-        classes.append(
-            {
-                "class": f"<{name}>",
-                "p_class": math.exp(tags[c]),
-                "model": full.source[c],
-                "context": contexts.get(name),
-                "top": inside,
-            }
-        )
+            entry.update(_gate(micro[name], last))
+        classes.append(entry)
     classes.sort(key=lambda d: -d["p_class"])
     return {
         "prompt": prompt,
@@ -190,6 +191,16 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     cut = np.partition(scores, len(scores) - k)[len(scores) - k]  # the k-th largest value
     candidates = np.flatnonzero(scores >= cut)  # ties at the cut included, in index order
     return candidates[np.argsort(-scores[candidates], kind="stable")][:k]
+
+
+def _gate(model: MicroModel, last: torch.Tensor) -> dict[str, Any]:
+    """A context-aware micro-model's gate at the prompt: each component's weight g_k(h),
+    largest first (which micro-model the context chose); nothing for a plain one."""
+    if not model.needs_features:
+        return {}
+    weights = model.gate_weights(last)[0]
+    order = np.argsort(-weights, kind="stable")
+    return {"gate": [{"component": model.names[i], "weight": float(weights[i])} for i in order]}
 
 
 def _add_attributes(rows: list[dict[str, Any]], model: MicroModel, ids: list[int]) -> None:
@@ -237,6 +248,9 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"  {d['class']:<10} {d['p_class']:.4f}  [{how}]"[:WIDTH])
         best = "  ".join(f"{t['token'][:16]} {t['p_in_class']:.3f}" for t in d["top"])
         lines.append(f"      {best}"[:WIDTH])
+        if d.get("gate"):  # a context-aware micro-model: the components the context chose
+            gate = "  ".join(f"{g['component']} {g['weight']:.2f}" for g in d["gate"][:3])
+            lines.append(f"      gate: {gate}"[:WIDTH])
     return "\n".join(lines)
 
 

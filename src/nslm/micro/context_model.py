@@ -1,16 +1,19 @@
 """The context-aware micro-model of a class: its components, mixed by a gate on the LM's h.
 
-Components (:func:`grid_components`): the K best cells of the class's grid search, each a
-fitted micro-model rebuilt from ``micro.json`` (no refitting), and, for the selected cell
-when its metric compares a token with the context (``diff``, ``euclidean``), its restricted
-parts (:class:`~nslm.micro.gated.Restricted`: later / earlier / other than the previous
-value or place). The gate (:class:`~nslm.micro.gated.GatedMixture`) reads the LM's hidden
-state at the position and weighs them:
+Components (:func:`grid_components`): the K best cells of the class's grid search that read
+the same context as the selected cell (``class`` or ``family``), each a fitted micro-model
+rebuilt from ``micro.json`` (no refitting), and, when the selected cell's metric compares a
+token with the context (``diff``, ``euclidean``), its restricted parts
+(:class:`~nslm.micro.gated.Restricted`: later / earlier / other than the previous value or
+place). The gate (:class:`~nslm.micro.gated.GatedMixture`) reads the LM's hidden state at
+the position and weighs them:
 
-    P(w | c, ctx, h) = Σ_k g_k(h) · P_k(w | c, ctx_k)
+    P(w | c, ctx, h) = Σ_k g_k(h) · P_k(w | c, ctx)
 
-Each component keeps its own context reading (``class`` or ``family``), so ``ctx`` is read
-once per mode. With the gate's W = 0 and b pinned to one component it is that micro-model.
+One context reading for all components keeps the model a drop-in for a
+:class:`~nslm.micro.model.MicroModel`: every caller finds ``ctx`` as it does for the plain
+one and passes the LM's states beside it. With the gate's W = 0 and b pinned to one
+component it is that micro-model (docs/context-micro-models.md).
 """
 
 from __future__ import annotations
@@ -32,25 +35,23 @@ Component = MicroModel | Restricted
 
 def component_name(component: Component) -> str:
     if isinstance(component, Restricted):
-        return f"{component.name} [{component.model.context}]"
-    return f"{component.metric.name}+{component.pdf.name} [{component.context}]"
-
-
-def _mode(component: Component) -> str:
-    return component.model.context if isinstance(component, Restricted) else component.context
+        return component.name
+    return component.label
 
 
 def grid_components(entry: dict[str, Any], cls: ClassData, k: int = 3,
                     restricted: bool = True) -> list[Component]:  # fmt: skip
-    """The ``k`` best fitted cells of a class's ``micro.json`` entry (the selected one first),
-    plus the selected cell's restricted parts when its metric compares with the context."""
+    """The ``k`` best fitted cells of a class's ``micro.json`` entry that read the selected
+    cell's context (the selected one first), plus the selected cell's restricted parts when
+    its metric compares with the context."""
     selected = MicroModel.from_json(entry["selected"], cls)
     out: list[Component] = [selected]
-    seen = {(selected.metric.name, selected.context, selected.pdf.name)}
+    seen = {(selected.metric.name, selected.pdf.name)}
     alpha = entry["selected"]["unigram_alpha"]
-    cells = [c for c in entry.get("grid", []) if c.get("pdf_params") and c.get("valid_ppl")]
+    cells = [c for c in entry.get("grid", []) if c.get("pdf_params") and c.get("valid_ppl")
+             and c["context"] == selected.context]  # fmt: skip
     for cell in sorted(cells, key=lambda c: c["valid_ppl"]):
-        key = (cell["metric"], cell["context"], cell["pdf"])
+        key = (cell["metric"], cell["pdf"])
         if len(out) >= k or key in seen:
             continue
         seen.add(key)
@@ -62,61 +63,94 @@ def grid_components(entry: dict[str, Any], cls: ClassData, k: int = 3,
     return out
 
 
+def _as_array(H: Any) -> np.ndarray:
+    """float64 rows from a numpy array or a torch tensor (the scoring pass's features)."""
+    if hasattr(H, "detach"):
+        H = H.detach().cpu().numpy()
+    return np.asarray(H, dtype=np.float64)
+
+
 class ContextMicroModel:
     """A class's components and the gate that mixes them by the LM's hidden state."""
+
+    needs_features = True
 
     def __init__(self, cls: ClassData, components: list[Component], dim: int) -> None:
         if not components:
             raise NslmError(f"<{cls.name}>: a context micro-model needs a component")
+        modes = {_mode(c) for c in components}
+        if len(modes) != 1:
+            raise NslmError(f"<{cls.name}>: components read different contexts {modes}")
         self.cls, self.components = cls, components
+        self.context = modes.pop()
         self.gate = GatedMixture(len(components), dim)
+
+    @property
+    def selected(self) -> MicroModel:
+        """The grid's selected micro-model (component 0): what the tables' Metric/PDF show."""
+        first = self.components[0]
+        return first.model if isinstance(first, Restricted) else first
+
+    @property
+    def metric(self):  # the selected metric: what a prediction's context line describes
+        return self.selected.metric
+
+    @property
+    def pdf(self) -> Pdf:
+        return self.selected.pdf
+
+    @property
+    def label(self) -> str:
+        return f"gated mixture of {len(self.components)} ({self.selected.label} first)"
 
     @property
     def names(self) -> list[str]:
         return [component_name(c) for c in self.components]
 
-    def contexts(self, split: Split, positions: np.ndarray) -> dict[str, Context]:
-        """The context of each position, once per reading the components use."""
-        modes = {_mode(c) for c in self.components}
-        return {m: self.cls.context(split, positions, m) for m in modes}
-
     # -- scores ------------------------------------------------------------------------------
 
-    def component_log_probs(self, contexts: dict[str, Context]) -> np.ndarray:
+    def component_log_probs(self, ctx: Context) -> np.ndarray:
         """(B, K, |V_c|): every component's distribution over V_c at every row."""
-        return np.stack([c.log_prob(contexts[_mode(c)]) for c in self.components], axis=1)
+        return np.stack([c.log_prob(ctx) for c in self.components], axis=1)
 
-    def log_prob(self, contexts: dict[str, Context], H: np.ndarray) -> np.ndarray:
-        """(B, |V_c|): the mixture at rows with hidden states H (B, D)."""
-        return self.gate.log_prob(H, self.component_log_probs(contexts))
+    def gate_weights(self, H: Any) -> np.ndarray:
+        """g(h) (B, K) at rows with LM states H (B, D): which component the context chose."""
+        return np.exp(self.gate.log_gate(_as_array(H)))
+
+    def log_prob(self, ctx: Context, H: Any = None) -> np.ndarray:
+        """(B, |V_c|): the mixture at the rows of ``ctx``, whose LM states are H (B, D)."""
+        if H is None:
+            raise NslmError(f"<{self.cls.name}>'s context micro-model needs the LM's states")
+        return self.gate.log_prob(_as_array(H), self.component_log_probs(ctx))
 
     def component_targets(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
         """(positions, (N, K) log P_k of each position's target) for the class's positions."""
         positions, index = self.cls.positions(split)
-        contexts = self.contexts(split, positions)
+        ctx = self.cls.context(split, positions, self.context)
         n = len(self.cls.candidates)
-        cols = [log_prob_at(c.log_prob, contexts[_mode(c)], index, n) for c in self.components]
-        return positions, np.stack(cols, axis=1) if cols else np.zeros((0, 0))
+        cols = [log_prob_at(c.log_prob, ctx, index, n) for c in self.components]
+        return positions, np.stack(cols, axis=1)
 
-    def log_prob_targets(self, split: Split, H: np.ndarray) -> np.ndarray:
+    def log_prob_targets(self, split: Split, features: Any = None) -> np.ndarray:
         """Per-position array (NaN off the class): log of the mixture at each target, with
-        ``H`` the LM's hidden states at the class's positions (in ``positions`` order)."""
+        ``features`` (N, D) the LM's states at every position of ``split`` (row t the one
+        that predicted w_t, as :class:`nslm.scores.passes.SplitScores` keeps them)."""
+        if features is None or len(features) != len(split):
+            got = "none" if features is None else len(features)
+            raise NslmError(f"<{self.cls.name}>: {got} LM states for {len(split)} positions")
         out = np.full(len(split), np.nan)
         positions, targets = self.component_targets(split)
-        if len(H) != len(positions):
-            raise NslmError(f"<{self.cls.name}>: {len(H)} hidden states for "
-                            f"{len(positions)} positions")  # fmt: skip
-        out[positions] = self.gate.log_prob(H, targets)
+        out[positions] = self.gate.log_prob(_as_array(features[positions]), targets)
         return out
 
     # -- fitting -----------------------------------------------------------------------------
 
-    def fit(self, train: Split, H_train: np.ndarray, valid: Split, H_valid: np.ndarray
-            ) -> ContextMicroModel:  # fmt: skip
-        """Fit the gate (the components stay as fitted) on the train positions; λ on valid."""
+    def fit(self, train: Split, H_train: Any, valid: Split, H_valid: Any) -> ContextMicroModel:
+        """Fit the gate (the components stay as fitted) on the train positions, λ on valid;
+        ``H_*`` are the LM's states at the class's positions of each split, in order."""
         _, L = self.component_targets(train)
         _, Lv = self.component_targets(valid)
-        self.gate.fit(H_train, L, H_valid, Lv)
+        self.gate.fit(_as_array(H_train), L, _as_array(H_valid), Lv)
         return self
 
     # -- parameters --------------------------------------------------------------------------
@@ -144,3 +178,10 @@ class ContextMicroModel:
         out = cls(class_data, components, gate.dim)
         out.gate = gate
         return out
+
+    def __repr__(self) -> str:
+        return f"ContextMicroModel(<{self.cls.name}>, {self.names})"
+
+
+def _mode(component: Component) -> str:
+    return component.model.context if isinstance(component, Restricted) else component.context

@@ -29,14 +29,16 @@ from nslm.errors import NslmError
 from nslm.micro.context import Context
 from nslm.micro.model import MicroModel, metric_matrix
 
-L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1)
+L2_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 
 
 class GatedMixture:
     """The gate of a mixture of K components over D-dimensional hidden states.
 
     ``W`` (K, D) and ``b`` (K,) after :meth:`fit`; a gate with W = 0 and b = one-hot·∞ is
-    exactly one component (``pinned``).
+    exactly one component (``pinned``). The gate reads h standardised with the train rows'
+    mean and scale (``mean``, ``scale``): an LSTM's units differ in spread by orders of
+    magnitude, and one L2 weight then fits them all (and L-BFGS converges in far fewer steps).
     """
 
     def __init__(self, n_components: int, dim: int, l2_grid: Sequence[float] = L2_GRID) -> None:
@@ -46,6 +48,7 @@ class GatedMixture:
         self.l2_grid = tuple(float(x) for x in l2_grid)
         self.W = np.zeros((self.n_components, self.dim))
         self.b = np.zeros(self.n_components)
+        self.mean, self.scale = np.zeros(self.dim), np.ones(self.dim)
 
     @classmethod
     def pinned(cls, n_components: int, dim: int, component: int) -> GatedMixture:
@@ -59,7 +62,7 @@ class GatedMixture:
 
     def log_gate(self, H: np.ndarray) -> np.ndarray:
         """log g(h) for each row of H (N, D): (N, K)."""
-        H = np.asarray(H, dtype=np.float64)
+        H = (np.asarray(H, dtype=np.float64) - self.mean) / self.scale
         return log_softmax(H @ self.W.T + self.b, axis=1)
 
     def log_prob(self, H: np.ndarray, component_log_probs: np.ndarray) -> np.ndarray:
@@ -92,6 +95,8 @@ class GatedMixture:
         whose mixture has the lowest mean NLL on valid (``valid_nll_by_l2``)."""
         H, L = self._checked(H_train, L_train)
         Hv, Lv = self._checked(H_valid, L_valid)
+        self.mean, self.scale = H.mean(axis=0), np.maximum(H.std(axis=0), 1e-6)
+        H = (H - self.mean) / self.scale  # the objective sees what log_gate will see
         L, Lv = np.maximum(L, -1e30), np.maximum(Lv, -1e30)  # a zero component stays finite
         start = np.zeros(self.n_components * (self.dim + 1))
         start[self.n_components * self.dim :] = _log_prior(L)  # begin at the best fixed mix
@@ -131,7 +136,8 @@ class GatedMixture:
 
     def tensors(self) -> dict[str, np.ndarray]:
         """W and b, for safetensors (the JSON holds :meth:`get_params`)."""
-        return {"W": self.W.astype(np.float32), "b": self.b.astype(np.float32)}
+        return {name: getattr(self, name).astype(np.float32)
+                for name in ("W", "b", "mean", "scale")}  # fmt: skip
 
     @classmethod
     def from_saved(cls, params: dict[str, Any], tensors: dict[str, np.ndarray]) -> GatedMixture:
@@ -140,6 +146,11 @@ class GatedMixture:
         if W.shape != (gate.n_components, gate.dim) or b.shape != (gate.n_components,):
             raise NslmError(f"gate tensors {W.shape}, {b.shape} do not fit {params}")
         gate.W, gate.b = W, b
+        for name in ("mean", "scale"):
+            value = np.asarray(tensors[name], np.float64)
+            if value.shape != (gate.dim,):
+                raise NslmError(f"gate tensor {name} {value.shape} does not fit {params}")
+            setattr(gate, name, value)
         gate.l2_, gate.valid_nll_ = params.get("l2"), params.get("valid_nll")
         return gate
 

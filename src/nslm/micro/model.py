@@ -121,7 +121,14 @@ def log_prob_at(
 
 
 class MicroModel:
-    """Metric + PDF + unigram smoothing + fall-back for one class, scikit-learn style."""
+    """Metric + PDF + unigram smoothing + fall-back for one class, scikit-learn style.
+
+    It reads the previous token of its class only; the context-aware model that also reads
+    the LM's hidden state (:class:`nslm.micro.context_model.ContextMicroModel`) takes the
+    same calls with the states given, and this one ignores them (``needs_features``).
+    """
+
+    needs_features = False
 
     def __init__(
         self,
@@ -164,8 +171,14 @@ class MicroModel:
     def unigram(self) -> np.ndarray:
         return unigram_log_probs(self.cls, self.unigram_alpha)
 
-    def log_prob(self, ctx: Context) -> np.ndarray:
+    @property
+    def label(self) -> str:
+        """What produced a class's within-class part, as tables and predictions name it."""
+        return f"{self.metric.name}+{self.pdf.name}"
+
+    def log_prob(self, ctx: Context, H: np.ndarray | None = None) -> np.ndarray:
         """log P_MM(w | c, context) for every row of ``ctx`` and every w in V_c: (B, K).
+        ``H`` (the LM's states at the rows) is not read: see the class docstring.
 
         Each row is a normalised distribution over V_c (Eq. 1 with the ε-smoothing of
         docs/micro-models.md, "PDFs").
@@ -183,9 +196,10 @@ class MicroModel:
         """log P_MM of candidate ``index[b]`` in row b, without keeping the (B, K) matrix."""
         return log_prob_at(self.log_prob, ctx, index, len(self.cls.candidates))
 
-    def log_prob_targets(self, split: Split) -> np.ndarray:
+    def log_prob_targets(self, split: Split, features: Any = None) -> np.ndarray:
         """Per-position array for the evaluator: log P_MM(w_t | c_t, prev) at this class's
-        in-vocabulary positions, NaN elsewhere (aligned with ``split.token_ids``)."""
+        in-vocabulary positions, NaN elsewhere (aligned with ``split.token_ids``).
+        ``features`` is not read (see the class docstring)."""
         out = np.full(len(split), np.nan)
         positions, index = self.cls.positions(split)
         ctx = self.cls.context(split, positions, self.context)

@@ -66,15 +66,18 @@ def fit_micro(
     return selections, selection_to_json(corpus, selections, evaluations)
 
 
-def micro_log_probs(models: dict[str, MicroModel], split: Split) -> np.ndarray:
+def micro_log_probs(models: dict[str, MicroModel], split: Split, features: Any = None
+                    ) -> np.ndarray:  # fmt: skip
     """One per-position array for all classes: log P_MM(w_t | c_t, prev) where w_t is an
     in-vocabulary token of a modelled class, NaN elsewhere (the evaluator's contract).
+    ``features`` (N, D), the LM's states at every position, is read by context-aware
+    micro-models only (:class:`nslm.micro.context_model.ContextMicroModel`).
 
     The NSLM of paper Eq. 4 at those positions is ``log P(c_t | h) + micro_log_probs``.
     """
     out = np.full(len(split), np.nan)
     for model in models.values():
-        per_class = model.log_prob_targets(split)
+        per_class = model.log_prob_targets(split, features)
         here = ~np.isnan(per_class)
         if np.isfinite(out[here]).any():
             raise NslmError(f"<{model.cls.name}> overlaps another class's positions")

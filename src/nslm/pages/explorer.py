@@ -65,9 +65,9 @@ class RunView:
             if is_byte_corpus(cfg.corpus):
                 self.kind = "byte"
             elif (self.path / "micro.json").is_file():
-                from nslm.runs.micro import load_run_micro
+                from nslm.runs.context_micro import run_micro_models
 
-                self.kind, self.micro = "nslm", load_run_micro(self.loaded)
+                self.kind, self.micro = "nslm", run_micro_models(self.loaded)
             else:
                 self.kind = "word"
         self._lock = threading.Lock()

@@ -53,7 +53,7 @@ def micro_part(
     the name of the {metric, PDF} pair that produced it."""
     if not np.array_equal(mm.cls.candidates.vocab_ids, members):
         raise NslmError(f"<{mm.cls.name}>: the micro-model's V_c differs from the LM's")
-    return (members, rows), f"{mm.metric.name}+{mm.pdf.name}"
+    return (members, rows), mm.label
 
 
 class ClassFactor(ABC):

@@ -168,15 +168,18 @@ class Scorer:
         return feature_batches(self.model, split, batch_size=self.batch_size, bptt=self.bptt)
 
     @torch.no_grad()
-    def score(self, split: Split, parts: Sequence[str] | None = None) -> SplitScores:
+    def score(
+        self, split: Split, parts: Sequence[str] | None = None, features: bool = False
+    ) -> SplitScores:
         """The asked ``parts`` of :data:`nslm.scores.classes.PARTS` (default: all the run
-        has, memoised) for ``split``."""
+        has, memoised) for ``split``; with ``features``, the backbone states too."""
         if parts is None:
             key = (split.name, len(split))
-            if key not in self._memo:
-                self._memo[key] = self._run(split, self.classes.parts, self.keep_features)
+            keep = self.keep_features or features
+            if key not in self._memo or (keep and self._memo[key].features is None):
+                self._memo[key] = self._run(split, self.classes.parts, keep)
             return self._memo[key]
-        return self._run(split, tuple(parts), False)
+        return self._run(split, tuple(parts), features)
 
     def _run(self, split: Split, parts: tuple[str, ...], keep_features: bool) -> SplitScores:
         self.classes.check(parts)
@@ -197,9 +200,10 @@ class Scorer:
     def nslm(
         self, split: Split, micro: dict[str, MicroModel], parts: Sequence[str] | None = None
     ) -> SplitScores:
-        """:meth:`score` plus the micro-models' P_MM and the NSLM of Eq. 4 (``pure``)."""
-        got = self.score(split, parts)
-        mm = micro_log_probs(micro, split)
+        """:meth:`score` plus the micro-models' P_MM and the NSLM of Eq. 4 (``pure``); the
+        backbone states are kept when a micro-model reads them (a context-aware one)."""
+        got = self.score(split, parts, features=any(m.needs_features for m in micro.values()))
+        mm = micro_log_probs(micro, split, got.features)
         return replace(got, micro=mm, pure=nslm_log_probs(got.top, split.class_ids, mm, got.neural))
 
     @torch.no_grad()
@@ -224,6 +228,18 @@ class Scorer:
         """The NSLM's distribution over every type at ``positions`` of ``split`` (sorted,
         unique), from the same states as :meth:`score` (the sum-to-one checks)."""
         positions = np.asarray(positions, dtype=np.int64)
+        feats = self.features_at(split, positions)
+        rows = {}
+        for name, mm in micro.items():
+            rows[name] = mm.log_prob(mm.cls.context(split, positions, mm.context), feats)
+        return self.distribution(feats, micro, class_names, rows)
+
+    @torch.no_grad()
+    def features_at(self, split: Split, positions: np.ndarray) -> Tensor:
+        """(len(positions), D) backbone states at ``positions`` of ``split`` (sorted,
+        unique), row i the one that predicted the token at ``positions[i]``: one pass, only
+        the asked rows kept (a context micro-model's training rows)."""
+        positions = np.asarray(positions, dtype=np.int64)
         wanted = np.zeros(len(split), dtype=bool)
         wanted[positions] = True
         feats = torch.zeros(len(positions), self.model.backbone.out_dim)
@@ -231,11 +247,8 @@ class Scorer:
             hit = wanted[where]
             if hit.any():
                 rows = torch.from_numpy(np.searchsorted(positions, where[hit]))
-                feats[rows] = hv[torch.from_numpy(hit)]
-        rows = {}
-        for name, mm in micro.items():
-            rows[name] = mm.log_prob(mm.cls.context(split, positions, mm.context))
-        return self.distribution(feats, micro, class_names, rows)
+                feats[rows] = hv[torch.from_numpy(hit)].cpu()
+        return feats
 
     @torch.no_grad()
     def last_features(self, history: Sequence[int]) -> Tensor:

@@ -1,0 +1,43 @@
+"""``nslm fit-micro RUN --context``: fit and summarise the run's context-aware micro-models."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from nslm.cli.options import check_run
+
+
+def fit_context(run: Path, components: int) -> None:
+    from nslm.runs.context_micro import fit_run_context, write_run_context
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import load_run_micro
+
+    check_run(run)
+    loaded = load_run(run)
+    plain = load_run_micro(loaded)
+    start = time.perf_counter()
+
+    def progress(text: str) -> None:
+        click.echo(f"  {text}  ({time.perf_counter() - start:.0f} s)", err=True)
+
+    payload, tensors = fit_run_context(loaded, plain, components=components, progress=progress)
+    path = write_run_context(loaded, payload, tensors)
+    table = Table(title="context-aware micro-models: valid perplexity at the class's positions")
+    for column in ("class", "components", "plain P_MM", "context P_MM", "kept"):
+        table.add_column(column)
+    for name, entry in payload["classes"].items():
+        if "valid_nll_plain" not in entry:
+            table.add_row(f"<{name}>", "-", "-", "-", entry.get("why", "no"))
+            continue
+        table.add_row(f"<{name}>", str(len(entry["components"])),
+                      f"{math.exp(entry['valid_nll_plain']):.2f}",
+                      f"{math.exp(entry['valid_nll_context']):.2f}",
+                      "yes" if entry["kept"] else "no (plain is as good)")  # fmt: skip
+    Console().print(table)
+    click.echo(f"wrote {path} ({time.perf_counter() - start:.0f} s)")

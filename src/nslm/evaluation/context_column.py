@@ -1,0 +1,58 @@
+"""The "NSLM-context" column: the run's NSLM with its context-aware micro-models.
+
+Eq. 4 with the gated mixture of :mod:`nslm.micro.context_model` in place of the plain P_MM
+of the classes whose context model was kept (``RUN/micro_context.json``), the others as in
+the NSLM column; the reported column is the same ensemble as the NSLM's,
+λ·P_NNLM + (1 − λ)·P_NSLM-context, with λ tuned on valid the same way (per table, on the
+positions :func:`nslm.evaluation.report.objective_mask` gives). Scored through the run's
+:class:`~nslm.scores.passes.Scorer`, whose one pass per split it shares (with its states).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nslm.data.corpus import Split
+from nslm.evaluation.columns import ColumnSource
+from nslm.scores.mixture import tune_lambda
+from nslm.scores.passes import Scorer, SplitScores
+
+COLUMN = "NSLM-context"
+
+
+class ContextSource(ColumnSource):
+    """Adds the "NSLM-context" column (the λ-ensemble; its Eq. 4 alone is :meth:`scores`)."""
+
+    def __init__(self, scorer: Scorer, micro: dict[str, Any]) -> None:
+        self.scorer, self.micro = scorer, micro
+        self._scores: dict[tuple[str, int], SplitScores] = {}
+        self._mask: np.ndarray | None = None
+        self.lambdas: dict[str, float] = {}
+        self._table = ""
+
+    def start_table(self, table: str, valid_mask: np.ndarray) -> None:
+        self._table, self._mask = table, valid_mask
+
+    def scores(self, name: str, split: Split) -> SplitScores:
+        key = (name, len(split))
+        if key not in self._scores:
+            self._scores[key] = self.scorer.nslm(split, self.micro)
+        return self._scores[key]
+
+    def __call__(self, name: str, split: Split, columns: dict[str, np.ndarray]
+                 ) -> dict[str, np.ndarray]:  # fmt: skip
+        got = self.scores(name, split)
+        if name == "valid":  # called before the reported split, once per table
+            self.lambdas[self._table], _ = tune_lambda(got.nnlm, got.pure, self._mask)
+        return {COLUMN: got.ensemble(self.lambdas[self._table])}
+
+    def describe(self, table: str, entry: dict[str, Any]) -> dict[str, Any]:
+        kept = sorted(n for n, m in self.micro.items() if m.needs_features)
+        lam = self.lambdas[table]
+        note = (f"NSLM-context = {lam:.2f}·NNLM + {1 - lam:.2f}·Eq. 4 with the gated "
+                f"context micro-models for {', '.join(f'<{n}>' for n in kept) or 'no class'}, "
+                "the plain ones elsewhere.")  # fmt: skip
+        return {"lambda_context": lam, "context_classes": kept,
+                "notes": [*entry.get("notes", []), note]}  # fmt: skip

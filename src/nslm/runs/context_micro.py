@@ -1,0 +1,141 @@
+"""The context-aware micro-models of a run: ``RUN/micro_context.json`` + ``.safetensors``.
+
+``nslm fit-micro RUN --context`` fits, for each class of ``micro.json``, a gate over the
+class's K best grid cells and the selected cell's restricted parts
+(:mod:`nslm.micro.context_model`) on the LM's hidden states at the class's train positions,
+with the LM frozen; the gate's L2 weight is chosen on valid. A class whose gated mixture is
+no better on valid than its plain micro-model keeps the plain one (``kept: false``), so a
+context NSLM is never worse on valid than the plain NSLM, class by class.
+
+The JSON holds the components (each a micro-model's parameters, as in ``micro.json``), the
+gate's settings and both valid figures; the safetensors file the gates' W and b. A hash of
+the LM's weights ties them to the states they were fitted on: a retrained LM refuses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.numpy import load_file, save
+
+from nslm.atomic import write_bytes_atomic, write_json_atomic
+from nslm.errors import NslmError
+from nslm.micro.context_model import ContextMicroModel, grid_components
+from nslm.micro.model import MicroModel
+from nslm.runs.files import read_json
+from nslm.runs.load import LoadedRun
+from nslm.runs.micro import MICRO_FILE, load_run_micro
+
+CONTEXT_FILE = "micro_context.json"
+CONTEXT_TENSORS = "micro_context.safetensors"
+DEFAULT_COMPONENTS = 3  # grid cells per class, before the restricted parts
+MICRO_KINDS = ("auto", "plain", "context")  # what ``--micro`` of predict/generate takes
+
+
+def lm_fingerprint(model: torch.nn.Module) -> str:
+    """sha256 of the LM's parameters: the gates read its states, so they belong to it."""
+    digest = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def class_states(loaded: LoadedRun, split_name: str, models: dict[str, MicroModel]
+                 ) -> dict[str, torch.Tensor]:  # fmt: skip
+    """{class: (N_c, D) LM states at the class's positions of the split}: one backbone pass."""
+    split = loaded.corpus.splits[split_name]
+    where = {name: mm.cls.positions(split)[0] for name, mm in models.items()}
+    union = np.unique(np.concatenate([*where.values(), np.zeros(0, np.int64)]))
+    feats = loaded.scorer().features_at(split, union)
+    return {name: feats[np.searchsorted(union, pos)] for name, pos in where.items()}
+
+
+def fit_run_context(
+    loaded: LoadedRun,
+    plain: dict[str, MicroModel],
+    *,
+    components: int = DEFAULT_COMPONENTS,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Fit every class's gate; (the JSON payload, the gates' tensors)."""
+    entries = read_json(Path(loaded.run_dir) / MICRO_FILE)["classes"]
+    say = progress or (lambda _: None)
+    say("reading the LM's states at the class positions of train and valid")
+    states = {s: class_states(loaded, s, plain) for s in ("train", "valid")}
+    corpus = loaded.corpus
+    classes: dict[str, Any] = {}
+    tensors: dict[str, np.ndarray] = {}
+    for name, mm in plain.items():
+        parts = grid_components(entries[name], mm.cls, components)
+        model = ContextMicroModel(mm.cls, parts, loaded.model.backbone.out_dim)
+        n_train = len(states["train"][name])
+        if n_train == 0 or len(states["valid"][name]) == 0:
+            classes[name] = {"kept": False, "why": "no train or valid positions"}
+            continue
+        say(f"<{name}>: gate over {len(parts)} components on {n_train:,} train positions")
+        model.fit(corpus.train, states["train"][name], corpus.valid, states["valid"][name])
+        _, valid_targets = model.component_targets(corpus.valid)
+        plain_nll = float(-valid_targets[:, 0].mean())  # component 0 is the selected cell
+        kept = model.gate.valid_nll_ < plain_nll
+        classes[name] = {**model.to_json(), "kept": bool(kept), "train_positions": n_train,
+                         "valid_nll_plain": plain_nll,
+                         "valid_nll_context": model.gate.valid_nll_}  # fmt: skip
+        tensors.update({f"{name}.{k}": v for k, v in model.gate.tensors().items()})
+    payload = {"run": str(loaded.run_dir), "lm_fingerprint": lm_fingerprint(loaded.model),
+               "components": components, "classes": classes}  # fmt: skip
+    return payload, tensors
+
+
+def write_run_context(loaded: LoadedRun, payload: dict[str, Any],
+                      tensors: dict[str, np.ndarray]) -> Path:  # fmt: skip
+    """The tensors first, then the JSON that names them: a half-written pair never loads."""
+    run = Path(loaded.run_dir)
+    write_bytes_atomic(run / CONTEXT_TENSORS, save(tensors))
+    write_json_atomic(run / CONTEXT_FILE, payload)
+    return run / CONTEXT_FILE
+
+
+def has_context_models(run_dir: Path | str) -> bool:
+    return (Path(run_dir) / CONTEXT_FILE).is_file()
+
+
+def load_run_context(loaded: LoadedRun, plain: dict[str, MicroModel]) -> dict[str, Any]:
+    """The run's micro-models with each kept context-aware one in place of the plain one."""
+    run = Path(loaded.run_dir)
+    payload = read_json(run / CONTEXT_FILE)
+    if payload.get("lm_fingerprint") != lm_fingerprint(loaded.model):
+        raise NslmError(f"{run / CONTEXT_FILE} was fitted on other LM weights; run "
+                        f"'nslm fit-micro {run} --context' again")  # fmt: skip
+    try:
+        tensors = load_file(str(run / CONTEXT_TENSORS))
+    except Exception as exc:  # safetensors raises its own error types
+        raise NslmError(f"cannot read {run / CONTEXT_TENSORS}: {exc}") from None
+    out: dict[str, Any] = dict(plain)
+    for name, entry in payload.get("classes", {}).items():
+        if not entry.get("kept") or name not in plain:
+            continue
+        gate = {k: tensors.get(f"{name}.{k}") for k in ("W", "b", "mean", "scale")}
+        if any(v is None for v in gate.values()):
+            raise NslmError(f"{run / CONTEXT_TENSORS} has no gate for <{name}>")
+        out[name] = ContextMicroModel.from_json(entry, plain[name].cls, gate)
+    return out
+
+
+def run_micro_models(loaded: LoadedRun, kind: str = "auto") -> dict[str, Any]:
+    """The micro-models ``predict``, ``generate`` and ``serve`` use: the context-aware ones
+    when the run has them (``auto``) or when asked (``context``), else the plain ones."""
+    if kind not in MICRO_KINDS:
+        raise NslmError(f"micro-models must be one of {', '.join(MICRO_KINDS)}, not {kind!r}")
+    plain = load_run_micro(loaded)
+    if kind == "plain" or (kind == "auto" and not has_context_models(loaded.run_dir)):
+        return plain
+    if not has_context_models(loaded.run_dir):
+        raise NslmError(f"no {Path(loaded.run_dir) / CONTEXT_FILE}: run 'nslm fit-micro "
+                        f"{loaded.run_dir} --context' first")  # fmt: skip
+    return load_run_context(loaded, plain)

@@ -1,0 +1,97 @@
+"""A run's context-aware micro-models end to end on the tiny WikiText-2 run: fit-micro
+--context writes JSON + safetensors; eval adds NSLM-context; predict shows the gate; the
+scoring pass and the full distribution agree; stale or missing files are one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.torch import load_file, save_file
+
+from helpers import assert_one_line_error, copy_run, run_cli
+from nslm.runs.context_micro import CONTEXT_FILE, CONTEXT_TENSORS, run_micro_models
+from nslm.runs.load import load_run
+from nslm.scores.passes import head_of
+
+PROMPT = "William the Conqueror won the Battle of Hastings in 1066 , and died in"
+
+
+@pytest.fixture(scope="module")
+def context_run(tiny_nslm_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny run with its context micro-models fitted by the CLI (once; read only)."""
+    run = copy_run(tiny_nslm_run, tmp_path_factory.mktemp("context") / "tiny")
+    done = run_cli("fit-micro", str(run), "--context", "--components", "2")
+    assert done.returncode == 0, done.stderr
+    assert "context P_MM" in done.stdout
+    return run
+
+
+def test_fit_writes_both_files_with_every_class(context_run: Path) -> None:
+    payload = json.loads((context_run / CONTEXT_FILE).read_text())
+    assert set(payload["classes"]) == {"year", "convert", "city"}
+    year = payload["classes"]["year"]
+    # 2 grid cells (diff is the selected metric of years) + after / before / other
+    assert [c.get("restrict") for c in year["components"]][-3:] == ["after", "before", "other"]
+    assert year["valid_nll_context"] <= year["valid_nll_plain"] or not year["kept"]
+    tensors = load_file(str(context_run / CONTEXT_TENSORS))
+    assert tensors["year.W"].shape[0] == len(year["components"])
+
+
+def test_the_scoring_pass_and_the_full_distribution_agree(context_run: Path) -> None:
+    loaded = load_run(context_run)
+    micro = run_micro_models(loaded, "context")
+    assert any(m.needs_features for m in micro.values()), "no class kept a context model"
+    split = head_of(loaded.corpus.test, 4000)
+    scores = loaded.scorer().nslm(split, micro)
+    year = loaded.corpus.class_id("year")
+    positions = np.flatnonzero(split.class_ids == year)[:8]
+    full = loaded.scorer().distribution_at(split, positions, micro, loaded.corpus.class_names)
+    np.testing.assert_allclose(np.exp(full.marginal()).sum(axis=1), 1.0, atol=1e-4)
+    ids, logp = full.within[year]
+    where = np.searchsorted(ids, split.token_ids[positions])
+    pair = full.tag[np.arange(len(positions)), year] + logp[np.arange(len(positions)), where]
+    np.testing.assert_allclose(pair, scores.pure[positions], atol=1e-4)
+
+
+def test_eval_adds_the_context_column(context_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tables.json"
+    done = run_cli("eval", str(context_run), "--split", "test", "--max-tokens", "6000",
+                   "-o", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tables = json.loads(out.read_text())["tables"]
+    for entry in tables.values():
+        assert 0.0 <= entry["lambda_context"] <= 1.0
+        scored = [row for row in entry["rows"].values() if row["NSLM"] is not None]
+        assert scored  # a class without tokens in the prefix has no perplexity (None)
+        for row in scored:
+            assert np.isfinite(row["NSLM-context"]) and row["NSLM-context"] > 0
+    assert "NSLM-context" in done.stdout
+
+
+def test_predict_shows_the_gate_and_plain_does_not(context_run: Path) -> None:
+    done = run_cli("predict", str(context_run), PROMPT, "--json")
+    assert done.returncode == 0, done.stderr
+    year = next(c for c in json.loads(done.stdout)["classes"] if c["class"] == "<year>")
+    weights = [g["weight"] for g in year["gate"]]
+    assert abs(sum(weights) - 1.0) < 1e-6 and weights == sorted(weights, reverse=True)
+    plain = run_cli("predict", str(context_run), PROMPT, "--json", "--micro", "plain")
+    assert plain.returncode == 0, plain.stderr
+    assert all("gate" not in c for c in json.loads(plain.stdout)["classes"])
+
+
+def test_gates_of_other_weights_are_refused(context_run: Path, tmp_path: Path) -> None:
+    run = copy_run(context_run, tmp_path / "retrained")
+    weights = load_file(str(run / "model.safetensors"))
+    name = next(iter(weights))
+    weights[name] = weights[name] + 1e-3
+    save_file(weights, str(run / "model.safetensors"))
+    assert_one_line_error(run_cli("predict", str(run), PROMPT), "other LM weights", "--context")
+
+
+def test_missing_context_models_and_bad_options_are_one_line_errors(tiny_nslm_run: Path) -> None:
+    run = str(tiny_nslm_run)
+    assert_one_line_error(run_cli("predict", run, PROMPT, "--micro", "context"), "--context")
+    assert_one_line_error(run_cli("fit-micro", run, "--context", "--fast"), "--context")
