@@ -1,8 +1,10 @@
 """A bounded burst against the explorer's next-token endpoint: latency and errors.
 
     python benchmarks/serve_load.py --run runs/wt2-cpu [--requests 500] [--concurrency 20]
+                                    [--workers 2]
 
-Starts ``nslm serve RUN`` on 127.0.0.1 (a free port), waits until it answers, then sends
+Starts ``nslm serve RUN --workers N`` on 127.0.0.1 (a free port; one server process per
+core by default), waits until it answers, then sends
 ``--requests`` POSTs to ``/api/runs/NAME/predict`` from ``--concurrency`` client threads,
 each with a different prompt (the opening words of WikiText-2 valid lines, so the server's
 cache never answers) and ``k = 10``. Writes benchmarks/results/serve_load.json: requests,
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import socket
 import subprocess
@@ -87,19 +90,32 @@ def main() -> None:
     parser.add_argument("--run", type=Path, required=True)
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="nslm serve --workers [one per core]")  # fmt: skip
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     texts = prompts(args.requests)
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "nslm", "serve", str(args.run), "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "nslm",
+            "serve",
+            str(args.run),
+            "--port",
+            str(port),
+            "--workers",
+            str(args.workers),
+        ],
         stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(base, server)
         url = f"{base}/api/runs/{args.run.name}/predict"
-        one_request(url, "warm up")  # the first call builds caches; not counted
+        for i in range(4 * args.workers):  # each process's first calls build caches
+            one_request(url, f"warm up {i}")
         started = time.perf_counter()
         with ThreadPoolExecutor(args.concurrency) as pool:
             results = list(pool.map(lambda p: one_request(url, p), texts))
@@ -112,6 +128,7 @@ def main() -> None:
     out = {
         "requests": args.requests,
         "concurrency": args.concurrency,
+        "workers": args.workers,
         "errors": errors,
         "p50_ms": float(np.percentile(ms, 50)),
         "p95_ms": float(np.percentile(ms, 95)),

@@ -305,9 +305,10 @@ def train_cut_and_resumed(cfg, run_dir: Path, at_step: int, monkeypatch) -> dict
 
 
 @contextmanager
-def served(*runs: Path, seconds: float = 90) -> Iterator[str]:
-    """``nslm serve RUNS`` on a free loopback port for the block; yields its URL once
-    ``/api/runs`` answers (the server exiting first, or not answering in ``seconds``, fails)."""
+def served(*runs: Path, seconds: float = 90, options: tuple[str, ...] = ()) -> Iterator[str]:
+    """``nslm serve RUNS [OPTIONS]`` on a free loopback port for the block; yields its URL
+    once ``/api/runs`` answers (the server exiting first, or not answering in ``seconds``,
+    fails)."""
     import socket
     import time
     import urllib.request
@@ -317,7 +318,8 @@ def served(*runs: Path, seconds: float = 90) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    command = [sys.executable, "-m", "nslm", "serve", *map(str, runs), "--port", str(port)]
+    command = [sys.executable, "-m", "nslm", "serve", *map(str, runs), "--port", str(port),
+               *options]  # fmt: skip
     proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:

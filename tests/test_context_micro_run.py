@@ -95,3 +95,14 @@ def test_missing_context_models_and_bad_options_are_one_line_errors(tiny_nslm_ru
     run = str(tiny_nslm_run)
     assert_one_line_error(run_cli("predict", run, PROMPT, "--micro", "context"), "--context")
     assert_one_line_error(run_cli("fit-micro", run, "--context", "--fast"), "--context")
+
+
+def test_the_report_lists_the_context_models(context_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    done = run_cli("report", str(context_run), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    html = out.read_text()
+    section = html[html.index("Context-aware micro-models</h2>") :]
+    for name in ("&lt;year&gt;", "&lt;convert&gt;", "&lt;city&gt;"):
+        assert name in section
+    assert "diff+multinomial (after)" in section

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -123,6 +124,28 @@ def test_the_cli_serves_on_loopback(tiny_byte_run: Path) -> None:
         port = url.rsplit(":", 1)[1]
         listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
         assert f"127.0.0.1:{port}" in listening and f"0.0.0.0:{port}" not in listening
+
+
+def test_two_worker_processes_serve_the_same_runs(tiny_byte_run: Path) -> None:
+    with served(tiny_byte_run, seconds=90, options=("--workers", "2")) as url:
+        body = json.dumps({"prime": "the movie", "max_bytes": 8, "seed": 1}).encode()
+        name = tiny_byte_run.name
+        texts = set()
+        for _ in range(6):  # requests land on either process; a seeded sample is the same
+            request = urllib.request.Request(
+                f"{url}/api/runs/{name}/bytes",
+                data=body,
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=30) as response:
+                texts.add(json.dumps(json.loads(response.read())["chars"]))
+        assert len(texts) == 1
+        missing = urllib.request.Request(
+            f"{url}/api/runs/nope/bytes", data=body, headers={"Content-Type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(missing, timeout=30)
+        assert error.value.code == 404
 
 
 def test_serve_needs_runs() -> None:

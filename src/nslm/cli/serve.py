@@ -25,8 +25,11 @@ from nslm.errors import NslmError
               help="Longest prompt, prime or review a request may send (characters).")  # fmt: skip
 @click.option("--max-tokens", type=click.IntRange(1), default=200, show_default=True,
               help="Most tokens (bytes for a byte LM) a request may generate.")  # fmt: skip
+@click.option("--workers", type=click.IntRange(1, 16), default=1, show_default=True,
+              help="Server processes, each with its own copy of the runs: up to one per "
+              "core answers that many requests at once.")  # fmt: skip
 def serve_command(runs: tuple[Path, ...], host: str, port: int, max_prompt: int,
-                  max_tokens: int) -> None:  # fmt: skip
+                  max_tokens: int, workers: int) -> None:  # fmt: skip
     """Serve a web explorer of RUNS on http://HOST:PORT/ (JSON API under /api, its OpenAPI
     page at /docs): next tokens with the class × micro-model breakdown, generation, and a
     byte LM's neurons and sentiment probe.
@@ -41,7 +44,7 @@ def serve_command(runs: tuple[Path, ...], host: str, port: int, max_prompt: int,
         if run.name in named:
             raise NslmError(f"two runs are named {run.name!r}: {named[run.name]} and {run}")
         named[run.name] = run
-    click.echo(f"loading {len(named)} run(s) …", err=True)
+    click.echo(f"loading {len(named)} run(s) in {workers} process(es) …", err=True)
     limits = Limits(max_prompt_chars=max_prompt, max_tokens=max_tokens)
     click.echo(f"serving http://{host}:{port}/ (Ctrl-C stops)", err=True)
-    serve(named, host=host, port=port, limits=limits)
+    serve(named, host=host, port=port, limits=limits, workers=workers)

@@ -206,10 +206,10 @@ def _gate(model: MicroModel, last: torch.Tensor) -> dict[str, Any]:
 def _add_attributes(rows: list[dict[str, Any]], model: MicroModel, ids: list[int]) -> None:
     """Each row's numeric value and (lat, lon) from the micro-model's candidates."""
     candidates = model.cls.candidates
-    where = {int(v): i for i, v in enumerate(candidates.vocab_ids)}
-    for row, w in zip(rows, ids, strict=True):
-        i = where.get(w)
-        if i is None:
+    vocab_ids = candidates.vocab_ids  # sorted: V_c's type ids (the LM's class members)
+    at = np.minimum(np.searchsorted(vocab_ids, ids), len(vocab_ids) - 1)
+    for row, w, i in zip(rows, ids, at.tolist(), strict=True):
+        if vocab_ids[i] != w:
             continue
         value, (lat, lon) = candidates.values[i], candidates.coords[i]
         row["value"] = float(value) if np.isfinite(value) else None

@@ -132,7 +132,7 @@ def build_report(run: Path | str) -> str:
     results = read_json(run / "results.json") if (run / "results.json").is_file() else {}
     parts: list[Section | None] = [overview(run, cfg, results), training_section(run, cfg)]
     parts += sections.paper_tables(run)
-    parts += [sections.micro_models(run), sections.rarity(run)]
+    parts += [sections.micro_models(run), sections.context_models(run), sections.rarity(run)]
     parts += sections.probes(run)
     parts.append(config_section(cfg))
     present = [p for p in parts if p is not None]

@@ -117,6 +117,28 @@ def micro_models(run: Path) -> Section | None:
     return "micro", "Micro-models", "".join(body)
 
 
+def context_models(run: Path) -> Section | None:
+    """The context-aware micro-models (``nslm fit-micro RUN --context``): per class, its
+    components and whether the gate beat the plain micro-model on valid."""
+    path = run / "micro_context.json"
+    if not path.is_file():
+        return None
+    rows = []
+    for name, entry in read_json(path).get("classes", {}).items():
+        if "valid_nll_plain" not in entry:
+            rows.append((f"<{name}>", "", "", "", entry.get("why", "not fitted")))
+            continue
+        parts = ", ".join(c.get("name", "") for c in entry.get("components", []))
+        rows.append((f"<{name}>", parts, number(math.exp(entry["valid_nll_plain"]), 2),
+                     number(math.exp(entry["valid_nll_context"]), 2),
+                     "yes" if entry.get("kept") else "no: plain is as good"))  # fmt: skip
+    body = ("<p class='note'>A gate on the LM's hidden state mixes each class's components "
+            "(docs/context-micro-models.md); valid perplexity of P_MM at the class's "
+            "positions. The NSLM-context column of the tables uses the kept ones.</p>"
+            + table(["class", "components", "plain", "context", "kept"], rows))  # fmt: skip
+    return "context", "Context-aware micro-models", body
+
+
 def rarity(run: Path) -> Section | None:
     """Perplexity by training count (paper Figure 3) of every ``rarity_<split>.json``."""
     body = []

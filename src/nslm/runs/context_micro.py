@@ -122,7 +122,8 @@ def load_run_context(loaded: LoadedRun, plain: dict[str, MicroModel]) -> dict[st
             continue
         gate = {k: tensors.get(f"{name}.{k}") for k in ("W", "b", "mean", "scale")}
         if any(v is None for v in gate.values()):
-            raise NslmError(f"{run / CONTEXT_TENSORS} has no gate for <{name}>")
+            raise NslmError(f"{run / CONTEXT_TENSORS} lacks <{name}>'s gate (W, b, mean, "
+                            f"scale): run 'nslm fit-micro {run} --context' again")  # fmt: skip
         out[name] = ContextMicroModel.from_json(entry, plain[name].cls, gate)
     return out
 

@@ -62,6 +62,9 @@ async function predict() {
     html += `<h3 class="class-head">${escapeHtml(c.class)}: P(class) ${pct(c.p_class)}, ${escapeHtml(c.model)}</h3>`;
     html += chart(c.top) + map(c.top);
     html += `<p class="note">${c.top.slice(0, 8).map((m) => escapeHtml(m.token) + " " + pct(m.p_in_class)).join(", ")}</p>`;
+    if (c.gate) {  // a context-aware micro-model: the components the prompt chose
+      html += `<p class="note gate">gate: ${c.gate.map((g) => escapeHtml(g.component) + " " + pct(g.weight)).join(", ")}</p>`;
+    }
   }
   out.innerHTML = html;
 }
