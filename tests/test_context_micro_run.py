@@ -25,19 +25,24 @@ def context_run(tiny_nslm_run: Path, tmp_path_factory: pytest.TempPathFactory) -
     run = copy_run(tiny_nslm_run, tmp_path_factory.mktemp("context") / "tiny")
     done = run_cli("fit-micro", str(run), "--context", "--components", "2")
     assert done.returncode == 0, done.stderr
-    assert "context P_MM" in done.stdout
+    assert "mixture" in done.stdout and "shifted" in done.stdout
     return run
 
 
 def test_fit_writes_both_files_with_every_class(context_run: Path) -> None:
     payload = json.loads((context_run / CONTEXT_FILE).read_text())
     assert set(payload["classes"]) == {"year", "convert", "city"}
-    year = payload["classes"]["year"]
-    # 2 grid cells (diff is the selected metric of years) + after / before / other
-    assert [c.get("restrict") for c in year["components"]][-3:] == ["after", "before", "other"]
-    assert year["valid_nll_context"] <= year["valid_nll_plain"] or not year["kept"]
     tensors = load_file(str(context_run / CONTEXT_TENSORS))
-    assert tensors["year.W"].shape[0] == len(year["components"])
+    for name, entry in payload["classes"].items():
+        tried = entry["valid_nll"]
+        # every class tries the mixture; diff (years) and euclidean (cities) the shift too
+        assert set(tried) == {"plain", "mixture", *(["shifted"] if name != "convert" else [])}
+        assert entry["kind"] == min(tried, key=tried.get)
+        assert entry["kept"] == (entry["kind"] != "plain")
+        if entry["kind"] == "mixture":  # 2 grid cells (+ the restricted parts of diff)
+            assert tensors[f"{name}.W"].shape[0] == len(entry["components"])
+        elif entry["kind"] == "shifted":
+            assert tensors[f"{name}.A"].shape[0] == len(entry["edges"]) + 1
 
 
 def test_the_scoring_pass_and_the_full_distribution_agree(context_run: Path) -> None:
@@ -74,12 +79,22 @@ def test_eval_adds_the_context_column(context_run: Path, tmp_path: Path) -> None
 def test_predict_shows_the_gate_and_plain_does_not(context_run: Path) -> None:
     done = run_cli("predict", str(context_run), PROMPT, "--json")
     assert done.returncode == 0, done.stderr
-    year = next(c for c in json.loads(done.stdout)["classes"] if c["class"] == "<year>")
-    weights = [g["weight"] for g in year["gate"]]
-    assert abs(sum(weights) - 1.0) < 1e-6 and weights == sorted(weights, reverse=True)
+    kinds = {n: e["kind"] for n, e in
+             json.loads((context_run / CONTEXT_FILE).read_text())["classes"].items()}  # fmt: skip
+    shown = 0
+    for c in json.loads(done.stdout)["classes"]:
+        kind = kinds.get(c["class"].strip("<>"))
+        if kind == "mixture":
+            weights = [g["weight"] for g in c["gate"]]
+            assert abs(sum(weights) - 1.0) < 1e-6 and weights == sorted(weights, reverse=True)
+        elif kind == "shifted":
+            factors = [g["factor"] for g in c["shift"]]
+            assert min(factors) > 0 and factors == sorted(factors, reverse=True)
+        shown += kind in ("mixture", "shifted")
+    assert shown == sum(k in ("mixture", "shifted") for k in kinds.values()) > 0
     plain = run_cli("predict", str(context_run), PROMPT, "--json", "--micro", "plain")
     assert plain.returncode == 0, plain.stderr
-    assert all("gate" not in c for c in json.loads(plain.stdout)["classes"])
+    assert all("gate" not in c and "shift" not in c for c in json.loads(plain.stdout)["classes"])
 
 
 def test_gates_of_other_weights_are_refused(context_run: Path, tmp_path: Path) -> None:
@@ -105,4 +120,4 @@ def test_the_report_lists_the_context_models(context_run: Path, tmp_path: Path) 
     section = html[html.index("Context-aware micro-models</h2>") :]
     for name in ("&lt;year&gt;", "&lt;convert&gt;", "&lt;city&gt;"):
         assert name in section
-    assert "diff+multinomial (after)" in section
+    assert "mixture" in section and "shifted" in section

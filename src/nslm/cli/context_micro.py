@@ -29,15 +29,13 @@ def fit_context(run: Path, components: int) -> None:
     payload, tensors = fit_run_context(loaded, plain, components=components, progress=progress)
     path = write_run_context(loaded, payload, tensors)
     table = Table(title="context-aware micro-models: valid perplexity at the class's positions")
-    for column in ("class", "components", "plain P_MM", "context P_MM", "kept"):
+    for column in ("class", "plain P_MM", "mixture", "shifted", "kept"):
         table.add_column(column)
     for name, entry in payload["classes"].items():
-        if "valid_nll_plain" not in entry:
-            table.add_row(f"<{name}>", "-", "-", "-", entry.get("why", "no"))
-            continue
-        table.add_row(f"<{name}>", str(len(entry["components"])),
-                      f"{math.exp(entry['valid_nll_plain']):.2f}",
-                      f"{math.exp(entry['valid_nll_context']):.2f}",
-                      "yes" if entry["kept"] else "no (plain is as good)")  # fmt: skip
+        tried = entry.get("valid_nll", {})
+        cells = [f"{math.exp(tried[k]):.2f}" if k in tried else "-"
+                 for k in ("plain", "mixture", "shifted")]  # fmt: skip
+        kept = entry["kind"] if entry.get("kept") else entry.get("why", "no (plain is best)")
+        table.add_row(f"<{name}>", *cells, kept)
     Console().print(table)
     click.echo(f"wrote {path} ({time.perf_counter() - start:.0f} s)")

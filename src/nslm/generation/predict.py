@@ -159,7 +159,7 @@ def predict(
         }
         if name in micro:
             _add_attributes(inside, micro[name], [int(ids[i]) for i in best])
-            entry.update(_gate(micro[name], last))
+            entry.update(_explain(micro[name], last))
         classes.append(entry)
     classes.sort(key=lambda d: -d["p_class"])
     return {
@@ -193,14 +193,11 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return candidates[np.argsort(-scores[candidates], kind="stable")][:k]
 
 
-def _gate(model: MicroModel, last: torch.Tensor) -> dict[str, Any]:
-    """A context-aware micro-model's gate at the prompt: each component's weight g_k(h),
-    largest first (which micro-model the context chose); nothing for a plain one."""
-    if not model.needs_features:
-        return {}
-    weights = model.gate_weights(last)[0]
-    order = np.argsort(-weights, kind="stable")
-    return {"gate": [{"component": model.names[i], "weight": float(weights[i])} for i in order]}
+def _explain(model: MicroModel, last: torch.Tensor) -> dict[str, Any]:
+    """What a context-aware micro-model did with the prompt's state: a mixture's gate
+    weights, largest first, or a shifted model's factor per metric bin; nothing for a plain
+    micro-model."""
+    return model.explain(last) if model.needs_features else {}
 
 
 def _add_attributes(rows: list[dict[str, Any]], model: MicroModel, ids: list[int]) -> None:
@@ -251,6 +248,9 @@ def render(result: dict[str, Any]) -> str:
         if d.get("gate"):  # a context-aware micro-model: the components the context chose
             gate = "  ".join(f"{g['component']} {g['weight']:.2f}" for g in d["gate"][:3])
             lines.append(f"      gate: {gate}"[:WIDTH])
+        if d.get("shift"):  # a shifted one: the metric bins the context favoured
+            shift = "  ".join(f"{g['bin']} ×{g['factor']:.2f}" for g in d["shift"][:2])
+            lines.append(f"      shift: {shift}"[:WIDTH])
     return "\n".join(lines)
 
 

@@ -117,6 +117,13 @@ class ContextMicroModel:
         """g(h) (B, K) at rows with LM states H (B, D): which component the context chose."""
         return np.exp(self.gate.log_gate(_as_array(H)))
 
+    def explain(self, H: Any) -> dict[str, Any]:
+        """The gate at one row (H: (1, D)): each component's weight, largest first."""
+        weights = self.gate_weights(H)[0]
+        order = np.argsort(-weights, kind="stable")
+        return {"gate": [{"component": self.names[i], "weight": float(weights[i])}
+                         for i in order]}  # fmt: skip
+
     def log_prob(self, ctx: Context, H: Any = None) -> np.ndarray:
         """(B, |V_c|): the mixture at the rows of ``ctx``, whose LM states are H (B, D)."""
         if H is None:
@@ -164,7 +171,12 @@ class ContextMicroModel:
                               "model": c.model.to_json()})  # fmt: skip
             else:
                 parts.append({"name": component_name(c), "model": c.to_json()})
-        return {"class": self.cls.name, "components": parts, "gate": self.gate.get_params()}
+        return {"class": self.cls.name, "kind": "mixture", "components": parts,
+                "gate": self.gate.get_params()}  # fmt: skip
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        """The gate's tensors, for safetensors (beside :meth:`to_json`)."""
+        return self.gate.tensors()
 
     @classmethod
     def from_json(cls, data: dict[str, Any], class_data: ClassData,

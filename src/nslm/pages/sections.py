@@ -125,17 +125,18 @@ def context_models(run: Path) -> Section | None:
         return None
     rows = []
     for name, entry in read_json(path).get("classes", {}).items():
-        if "valid_nll_plain" not in entry:
-            rows.append((f"<{name}>", "", "", "", entry.get("why", "not fitted")))
-            continue
-        parts = ", ".join(c.get("name", "") for c in entry.get("components", []))
-        rows.append((f"<{name}>", parts, number(math.exp(entry["valid_nll_plain"]), 2),
-                     number(math.exp(entry["valid_nll_context"]), 2),
-                     "yes" if entry.get("kept") else "no: plain is as good"))  # fmt: skip
-    body = ("<p class='note'>A gate on the LM's hidden state mixes each class's components "
-            "(docs/context-micro-models.md); valid perplexity of P_MM at the class's "
-            "positions. The NSLM-context column of the tables uses the kept ones.</p>"
-            + table(["class", "components", "plain", "context", "kept"], rows))  # fmt: skip
+        tried = entry.get("valid_nll", {})
+        cells = [number(math.exp(tried[k]), 2) if k in tried else ""
+                 for k in ("plain", "mixture", "shifted")]  # fmt: skip
+        parts = [c.get("name", "") for c in entry.get("components", [])]
+        kept = entry.get("kind", "") if entry.get("kept") else entry.get("why", "no: plain")
+        rows.append((f"<{name}>", *cells, kept, ", ".join(parts)))
+    body = ("<p class='note'>A gate on the LM's hidden state mixes each class's micro-models "
+            "(mixture), or shifts the bins of its metric (shifted); valid perplexity of P_MM "
+            "at the class's positions (docs/context-micro-models.md). The NSLM-context column "
+            "of the tables uses the kept ones.</p>"
+            + table(["class", "plain", "mixture", "shifted", "kept", "mixture's components"],
+                    rows))  # fmt: skip
     return "context", "Context-aware micro-models", body
 
 

@@ -1,15 +1,18 @@
 """The context-aware micro-models of a run: ``RUN/micro_context.json`` + ``.safetensors``.
 
-``nslm fit-micro RUN --context`` fits, for each class of ``micro.json``, a gate over the
-class's K best grid cells and the selected cell's restricted parts
-(:mod:`nslm.micro.context_model`) on the LM's hidden states at the class's train positions,
-with the LM frozen; the gate's L2 weight is chosen on valid. A class whose gated mixture is
-no better on valid than its plain micro-model keeps the plain one (``kept: false``), so a
-context NSLM is never worse on valid than the plain NSLM, class by class.
+``nslm fit-micro RUN --context`` fits, for each class of ``micro.json``, on the LM's hidden
+states at the class's train positions (the LM frozen), with its L2 weight chosen on valid:
 
-The JSON holds the components (each a micro-model's parameters, as in ``micro.json``), the
-gate's settings and both valid figures; the safetensors file the gates' W and b. A hash of
-the LM's weights ties them to the states they were fitted on: a retrained LM refuses them.
+* a gate over the class's K best grid cells and the selected cell's restricted parts
+  (``mixture``: :mod:`nslm.micro.context_model`);
+* when the selected metric compares with the context, its bins shifted by h (``shifted``:
+  :mod:`nslm.micro.shifted`).
+
+The one with the lowest valid perplexity at the class's positions is kept, or the plain
+micro-model when neither beats it (``kept: false``): a context NSLM is never worse on valid
+than the plain NSLM, class by class. The JSON holds every figure tried and the kept model's
+parameters (its micro-models as in ``micro.json``); the safetensors file its tensors. A hash
+of the LM's weights ties them to the states they were fitted on: a retrained LM refuses them.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from safetensors.numpy import load_file, save
 from nslm.atomic import write_bytes_atomic, write_json_atomic
 from nslm.errors import NslmError
 from nslm.micro.context_model import ContextMicroModel, grid_components
+from nslm.micro.gated import compares_with_context
 from nslm.micro.model import MicroModel
+from nslm.micro.shifted import ShiftedMicroModel
 from nslm.runs.files import read_json
 from nslm.runs.load import LoadedRun
 from nslm.runs.micro import MICRO_FILE, load_run_micro
@@ -35,6 +40,9 @@ CONTEXT_FILE = "micro_context.json"
 CONTEXT_TENSORS = "micro_context.safetensors"
 DEFAULT_COMPONENTS = 3  # grid cells per class, before the restricted parts
 MICRO_KINDS = ("auto", "plain", "context")  # what ``--micro`` of predict/generate takes
+# a context model's kind → its class and the tensors it keeps in the safetensors file
+KINDS = {"mixture": (ContextMicroModel, ("W", "b", "mean", "scale")),
+         "shifted": (ShiftedMicroModel, ("A", "a", "mean", "scale"))}  # fmt: skip
 
 
 def lm_fingerprint(model: torch.nn.Module) -> str:
@@ -72,21 +80,31 @@ def fit_run_context(
     classes: dict[str, Any] = {}
     tensors: dict[str, np.ndarray] = {}
     for name, mm in plain.items():
-        parts = grid_components(entries[name], mm.cls, components)
-        model = ContextMicroModel(mm.cls, parts, loaded.model.backbone.out_dim)
-        n_train = len(states["train"][name])
-        if n_train == 0 or len(states["valid"][name]) == 0:
+        H_train, H_valid = states["train"][name], states["valid"][name]
+        if len(H_train) == 0 or len(H_valid) == 0:
             classes[name] = {"kept": False, "why": "no train or valid positions"}
             continue
-        say(f"<{name}>: gate over {len(parts)} components on {n_train:,} train positions")
-        model.fit(corpus.train, states["train"][name], corpus.valid, states["valid"][name])
-        _, valid_targets = model.component_targets(corpus.valid)
-        plain_nll = float(-valid_targets[:, 0].mean())  # component 0 is the selected cell
-        kept = model.gate.valid_nll_ < plain_nll
-        classes[name] = {**model.to_json(), "kept": bool(kept), "train_positions": n_train,
-                         "valid_nll_plain": plain_nll,
-                         "valid_nll_context": model.gate.valid_nll_}  # fmt: skip
-        tensors.update({f"{name}.{k}": v for k, v in model.gate.tensors().items()})
+        parts = grid_components(entries[name], mm.cls, components)
+        say(f"<{name}>: gate over {len(parts)} components on {len(H_train):,} train positions")
+        mixture = ContextMicroModel(mm.cls, parts, loaded.model.backbone.out_dim)
+        mixture.fit(corpus.train, H_train, corpus.valid, H_valid)
+        _, valid_targets = mixture.component_targets(corpus.valid)
+        tried = {"plain": float(-valid_targets[:, 0].mean()),  # component 0: the selected
+                 "mixture": mixture.gate.valid_nll_}  # fmt: skip
+        models: dict[str, Any] = {"mixture": mixture}
+        if compares_with_context(mm):
+            say(f"<{name}>: {mm.metric.name} bins shifted by h")
+            shifted = ShiftedMicroModel(mm, loaded.model.backbone.out_dim)
+            shifted.fit(corpus.train, H_train, corpus.valid, H_valid)
+            tried["shifted"] = float(-shifted.class_log_probs(corpus.valid, H_valid).mean())
+            models["shifted"] = shifted
+        best = min(tried, key=tried.get)
+        entry: dict[str, Any] = {}
+        if best != "plain":
+            entry.update(models[best].to_json())
+            tensors.update({f"{name}.{k}": v for k, v in models[best].tensors().items()})
+        classes[name] = {**entry, "kept": best != "plain", "kind": best,
+                         "train_positions": len(H_train), "valid_nll": tried}  # fmt: skip
     payload = {"run": str(loaded.run_dir), "lm_fingerprint": lm_fingerprint(loaded.model),
                "components": components, "classes": classes}  # fmt: skip
     return payload, tensors
@@ -120,11 +138,18 @@ def load_run_context(loaded: LoadedRun, plain: dict[str, MicroModel]) -> dict[st
     for name, entry in payload.get("classes", {}).items():
         if not entry.get("kept") or name not in plain:
             continue
-        gate = {k: tensors.get(f"{name}.{k}") for k in ("W", "b", "mean", "scale")}
-        if any(v is None for v in gate.values()):
-            raise NslmError(f"{run / CONTEXT_TENSORS} lacks <{name}>'s gate (W, b, mean, "
-                            f"scale): run 'nslm fit-micro {run} --context' again")  # fmt: skip
-        out[name] = ContextMicroModel.from_json(entry, plain[name].cls, gate)
+        kind = KINDS.get(entry.get("kind", ""))
+        if kind is None:
+            raise NslmError(
+                f"{run / CONTEXT_FILE}: <{name}> has an unknown kind "
+                f"{entry.get('kind')!r}; run 'nslm fit-micro {run} --context' again"
+            )
+        model_class, keys = kind
+        found = {k: tensors.get(f"{name}.{k}") for k in keys}
+        if any(v is None for v in found.values()):
+            raise NslmError(f"{run / CONTEXT_TENSORS} lacks <{name}>'s {', '.join(keys)}: run "
+                            f"'nslm fit-micro {run} --context' again")  # fmt: skip
+        out[name] = model_class.from_json(entry, plain[name].cls, found)
     return out
 
 

@@ -65,6 +65,9 @@ async function predict() {
     if (c.gate) {  // a context-aware micro-model: the components the prompt chose
       html += `<p class="note gate">gate: ${c.gate.map((g) => escapeHtml(g.component) + " " + pct(g.weight)).join(", ")}</p>`;
     }
+    if (c.shift) {  // a shifted one: the metric bins the prompt favoured
+      html += `<p class="note gate">shift: ${c.shift.slice(0, 4).map((g) => escapeHtml(g.bin) + " ×" + g.factor.toFixed(2)).join(", ")}</p>`;
+    }
   }
   out.innerHTML = html;
 }

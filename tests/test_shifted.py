@@ -1,0 +1,68 @@
+"""The context-shifted micro-model (nslm.micro.shifted) on WikiText-2 years: zero shifts are
+the plain micro-model, every row is a distribution for any state, a state that carries the
+sign of the year difference is learnt, and the parameters round-trip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nslm.errors import NslmError
+from nslm.micro.classdata import builtin_class
+from nslm.micro.model import MicroModel
+from nslm.micro.shifted import ShiftedMicroModel
+from test_context_model import sign_features, split_features
+
+
+@pytest.fixture(scope="module")
+def years(wt2_numbers):
+    year = builtin_class(wt2_numbers, "year")
+    plain = MicroModel(year, "diff", "multinomial", bins=256, epsilon=0.05).fit(wt2_numbers.train)
+    return wt2_numbers, year, plain
+
+
+def test_zero_shifts_are_the_plain_micro_model(years) -> None:
+    corpus, year, plain = years
+    model = ShiftedMicroModel(plain, dim=2)
+    got = model.log_prob_targets(corpus.valid, split_features(corpus, year, corpus.valid))
+    np.testing.assert_allclose(got, plain.log_prob_targets(corpus.valid), atol=1e-12,
+                               equal_nan=True)  # fmt: skip
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), scale=st.floats(0.1, 50.0))
+def test_every_row_is_a_distribution_for_any_state(years, seed: int, scale: float) -> None:
+    corpus, year, plain = years
+    model = ShiftedMicroModel(plain, dim=3)
+    rng = np.random.default_rng(seed)
+    model.A, model.a = rng.normal(size=model.A.shape) * scale, rng.normal(size=model.a.shape)
+    positions, _ = year.positions(corpus.valid)
+    ctx = year.context(corpus.valid, positions[:30], model.context)
+    rows = model.log_prob(ctx, rng.normal(size=(30, 3)) * scale)
+    np.testing.assert_allclose(np.exp(rows).sum(axis=1), 1.0, atol=1e-9)
+
+
+def test_a_state_with_the_sign_is_learnt_and_round_trips(years) -> None:
+    corpus, year, plain = years
+    train, valid = corpus.train, corpus.valid
+    signs = {s.name: sign_features(corpus, year, s) for s in (train, valid)}
+    model = ShiftedMicroModel(plain, dim=2).fit(train, signs["train"], valid, signs["valid"])
+    H = split_features(corpus, year, valid)
+    shifted, base = model.log_prob_targets(valid, H), plain.log_prob_targets(valid)
+    in_class = np.isfinite(base)
+    # knowing the sign is worth up to log 2 nats a year with a previous year
+    assert np.mean(shifted[in_class] - base[in_class]) > 0.2
+    names = model.bin_names()
+    assert "diff = 0" in names and len(names) == len(model.a)
+    again = ShiftedMicroModel.from_json(model.to_json(), year, model.tensors())
+    np.testing.assert_allclose(again.log_prob_targets(valid, H), shifted, atol=1e-4,
+                               equal_nan=True)  # fmt: skip
+
+
+def test_a_metric_without_context_cannot_be_shifted(years) -> None:
+    corpus, year, _ = years
+    value = MicroModel(year, "value", "multinomial").fit(corpus.train)
+    with pytest.raises(NslmError, match="continuous metric of the context"):
+        ShiftedMicroModel(value, dim=2)
