@@ -118,7 +118,7 @@ def main() -> None:
         out["context_classes"] = json.loads((run_dir / "micro_context.json").read_text())["classes"]
 
     log("scoring valid and test (NNLM, HNLM, NSLM)")
-    scorer = loaded.scorer(keep_features=context is not None)
+    scorer = loaded.scorer()
     scores = {s: scorer.nslm(loaded.corpus.splits[s], micro) for s in ("valid", "test")}
     extra = [] if context is None else [ContextSource(scorer, context)]
     if args.ngram:

@@ -36,10 +36,11 @@ def test_fit_writes_both_files_with_every_class(context_run: Path) -> None:
     for name, entry in payload["classes"].items():
         tried = entry["valid_nll"]
         # every class tries the mixture; diff (years) and euclidean (cities) the shift too
-        assert set(tried) == {"plain", "mixture", *(["shifted"] if name != "convert" else [])}
+        shifts = ["shifted", "shifted_mixture"] if name != "convert" else []
+        assert set(tried) == {"plain", "mixture", *shifts}
         assert entry["kind"] == min(tried, key=tried.get)
         assert entry["kept"] == (entry["kind"] != "plain")
-        if entry["kind"] == "mixture":  # 2 grid cells (+ the restricted parts of diff)
+        if "mixture" in entry["kind"]:  # 2 grid cells (+ the restricted parts of diff)
             assert tensors[f"{name}.W"].shape[0] == len(entry["components"])
         elif entry["kind"] == "shifted":
             assert tensors[f"{name}.A"].shape[0] == len(entry["edges"]) + 1
@@ -84,14 +85,14 @@ def test_predict_shows_the_gate_and_plain_does_not(context_run: Path) -> None:
     shown = 0
     for c in json.loads(done.stdout)["classes"]:
         kind = kinds.get(c["class"].strip("<>"))
-        if kind == "mixture":
+        if kind in ("mixture", "shifted_mixture"):
             weights = [g["weight"] for g in c["gate"]]
             assert abs(sum(weights) - 1.0) < 1e-6 and weights == sorted(weights, reverse=True)
         elif kind == "shifted":
             factors = [g["factor"] for g in c["shift"]]
             assert min(factors) > 0 and factors == sorted(factors, reverse=True)
-        shown += kind in ("mixture", "shifted")
-    assert shown == sum(k in ("mixture", "shifted") for k in kinds.values()) > 0
+        shown += kind not in (None, "plain")
+    assert shown == sum(k != "plain" for k in kinds.values()) > 0
     plain = run_cli("predict", str(context_run), PROMPT, "--json", "--micro", "plain")
     assert plain.returncode == 0, plain.stderr
     assert all("gate" not in c and "shift" not in c for c in json.loads(plain.stdout)["classes"])

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from nslm.errors import NslmError
 from nslm.micro.classdata import builtin_class
+from nslm.micro.context_model import ContextMicroModel
+from nslm.micro.gated import GatedMixture, Restricted
 from nslm.micro.model import MicroModel
 from nslm.micro.shifted import ShiftedMicroModel
 from test_context_model import sign_features, split_features
@@ -66,3 +68,21 @@ def test_a_metric_without_context_cannot_be_shifted(years) -> None:
     value = MicroModel(year, "value", "multinomial").fit(corpus.train)
     with pytest.raises(NslmError, match="continuous metric of the context"):
         ShiftedMicroModel(value, dim=2)
+
+
+def test_a_gate_over_a_shifted_component_pinned_to_it_is_that_model(years) -> None:
+    corpus, year, plain = years
+    shifted = ShiftedMicroModel(plain, dim=2)
+    rng = np.random.default_rng(3)
+    shifted.A, shifted.a = rng.normal(size=shifted.A.shape), rng.normal(size=shifted.a.shape)
+    mixture = ContextMicroModel(year, [shifted, Restricted(plain, "after")], dim=2)
+    mixture.gate = GatedMixture.pinned(2, 2, component=0)
+    H = rng.normal(size=(len(corpus.valid), 2))
+    np.testing.assert_allclose(mixture.log_prob_targets(corpus.valid, H),
+                               shifted.log_prob_targets(corpus.valid, H), atol=1e-12,
+                               equal_nan=True)  # fmt: skip
+    again = ContextMicroModel.from_json(mixture.to_json(), year, mixture.tensors())
+    assert again.names == mixture.names
+    np.testing.assert_allclose(again.log_prob_targets(corpus.valid, H),
+                               mixture.log_prob_targets(corpus.valid, H), atol=1e-4,
+                               equal_nan=True)  # fmt: skip

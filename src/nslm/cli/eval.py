@@ -61,7 +61,7 @@ def eval_tables(
     use_threads(total_threads(loaded.cfg))
     micro = load_run_micro(loaded)
     context = has_context_models(run) and lambdas is None  # its λ is tuned on valid
-    scorer = loaded.scorer(keep_features=keep_features or context)
+    scorer = loaded.scorer(keep_features=keep_features)
     sources = [make(loaded, scorer) for make in extra]
     if context:  # RUN/micro_context.json: the NSLM-context column, first of the extras
         from nslm.evaluation.context_column import ContextSource

@@ -1,11 +1,12 @@
 """The "NSLM-context" column: the run's NSLM with its context-aware micro-models.
 
-Eq. 4 with the gated mixture of :mod:`nslm.micro.context_model` in place of the plain P_MM
-of the classes whose context model was kept (``RUN/micro_context.json``), the others as in
-the NSLM column; the reported column is the same ensemble as the NSLM's,
-λ·P_NNLM + (1 − λ)·P_NSLM-context, with λ tuned on valid the same way (per table, on the
-positions :func:`nslm.evaluation.report.objective_mask` gives). Scored through the run's
-:class:`~nslm.scores.passes.Scorer`, whose one pass per split it shares (with its states).
+Eq. 4 with the context-aware micro-models (:mod:`nslm.micro.context_model`,
+:mod:`nslm.micro.shifted`) in place of the plain P_MM of the classes that kept one
+(``RUN/micro_context.json``), the others as in the NSLM column; the reported column is the
+same ensemble as the NSLM's, λ·P_NNLM + (1 − λ)·P_NSLM-context, with λ tuned on valid the
+same way (per table, on the positions :func:`nslm.evaluation.report.objective_mask` gives).
+Scored through the run's :class:`~nslm.scores.passes.Scorer`, whose one pass per split it
+shares (with the states at the classes' positions).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class ContextSource(ColumnSource):
     def describe(self, table: str, entry: dict[str, Any]) -> dict[str, Any]:
         kept = sorted(n for n, m in self.micro.items() if m.needs_features)
         lam = self.lambdas[table]
-        note = (f"NSLM-context = {lam:.2f}·NNLM + {1 - lam:.2f}·Eq. 4 with the gated "
+        note = (f"NSLM-context = {lam:.2f}·NNLM + {1 - lam:.2f}·Eq. 4 with the "
                 f"context micro-models for {', '.join(f'<{n}>' for n in kept) or 'no class'}, "
                 "the plain ones elsewhere.")  # fmt: skip
         return {"lambda_context": lam, "context_classes": kept,

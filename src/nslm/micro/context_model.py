@@ -30,13 +30,17 @@ from nslm.micro.gated import RESTRICTIONS, GatedMixture, Restricted, compares_wi
 from nslm.micro.model import MicroModel, log_prob_at
 from nslm.micro.pdfs import Pdf
 
-Component = MicroModel | Restricted
+Component = Any  # a MicroModel, a Restricted part, or a ShiftedMicroModel (reads h itself)
 
 
 def component_name(component: Component) -> str:
     if isinstance(component, Restricted):
         return component.name
     return component.label
+
+
+def _reads_h(component: Component) -> bool:
+    return getattr(component, "needs_features", False)
 
 
 def grid_components(entry: dict[str, Any], cls: ClassData, k: int = 3,
@@ -89,7 +93,7 @@ class ContextMicroModel:
     def selected(self) -> MicroModel:
         """The grid's selected micro-model (component 0): what the tables' Metric/PDF show."""
         first = self.components[0]
-        return first.model if isinstance(first, Restricted) else first
+        return first.model if isinstance(first, Restricted) or _reads_h(first) else first
 
     @property
     def metric(self):  # the selected metric: what a prediction's context line describes
@@ -109,9 +113,11 @@ class ContextMicroModel:
 
     # -- scores ------------------------------------------------------------------------------
 
-    def component_log_probs(self, ctx: Context) -> np.ndarray:
-        """(B, K, |V_c|): every component's distribution over V_c at every row."""
-        return np.stack([c.log_prob(ctx) for c in self.components], axis=1)
+    def component_log_probs(self, ctx: Context, H: Any = None) -> np.ndarray:
+        """(B, K, |V_c|): every component's distribution over V_c at every row (a shifted
+        component reads the rows' LM states H as well)."""
+        return np.stack([c.log_prob(ctx, H) if _reads_h(c) else c.log_prob(ctx)
+                         for c in self.components], axis=1)  # fmt: skip
 
     def gate_weights(self, H: Any) -> np.ndarray:
         """g(h) (B, K) at rows with LM states H (B, D): which component the context chose."""
@@ -128,14 +134,16 @@ class ContextMicroModel:
         """(B, |V_c|): the mixture at the rows of ``ctx``, whose LM states are H (B, D)."""
         if H is None:
             raise NslmError(f"<{self.cls.name}>'s context micro-model needs the LM's states")
-        return self.gate.log_prob(_as_array(H), self.component_log_probs(ctx))
+        return self.gate.log_prob(_as_array(H), self.component_log_probs(ctx, H))
 
-    def component_targets(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
-        """(positions, (N, K) log P_k of each position's target) for the class's positions."""
+    def component_targets(self, split: Split, H: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, (N, K) log P_k of each position's target) for the class's positions;
+        ``H``, their LM states, is read by shifted components only."""
         positions, index = self.cls.positions(split)
         ctx = self.cls.context(split, positions, self.context)
         n = len(self.cls.candidates)
-        cols = [log_prob_at(c.log_prob, ctx, index, n) for c in self.components]
+        cols = [c.class_log_probs(split, H) if _reads_h(c)
+                else log_prob_at(c.log_prob, ctx, index, n) for c in self.components]  # fmt: skip
         return positions, np.stack(cols, axis=1)
 
     def log_prob_targets(self, split: Split, features: Any = None) -> np.ndarray:
@@ -146,8 +154,10 @@ class ContextMicroModel:
             got = "none" if features is None else len(features)
             raise NslmError(f"<{self.cls.name}>: {got} LM states for {len(split)} positions")
         out = np.full(len(split), np.nan)
-        positions, targets = self.component_targets(split)
-        out[positions] = self.gate.log_prob(_as_array(features[positions]), targets)
+        positions, _ = self.cls.positions(split)
+        H = features[positions]
+        _, targets = self.component_targets(split, H)
+        out[positions] = self.gate.log_prob(_as_array(H), targets)
         return out
 
     # -- fitting -----------------------------------------------------------------------------
@@ -155,34 +165,47 @@ class ContextMicroModel:
     def fit(self, train: Split, H_train: Any, valid: Split, H_valid: Any) -> ContextMicroModel:
         """Fit the gate (the components stay as fitted) on the train positions, λ on valid;
         ``H_*`` are the LM's states at the class's positions of each split, in order."""
-        _, L = self.component_targets(train)
-        _, Lv = self.component_targets(valid)
+        _, L = self.component_targets(train, H_train)
+        _, Lv = self.component_targets(valid, H_valid)
         self.gate.fit(_as_array(H_train), L, _as_array(H_valid), Lv)
         return self
 
     # -- parameters --------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        """Everything but the gate's tensors (:meth:`GatedMixture.tensors`, for safetensors)."""
+        """Everything but the tensors (:meth:`tensors`, for safetensors)."""
         parts = []
         for c in self.components:
             if isinstance(c, Restricted):
                 parts.append({"name": component_name(c), "restrict": c.keep,
                               "model": c.model.to_json()})  # fmt: skip
+            elif _reads_h(c):
+                parts.append({"name": component_name(c), "shifted": c.to_json()})
             else:
                 parts.append({"name": component_name(c), "model": c.to_json()})
         return {"class": self.cls.name, "kind": "mixture", "components": parts,
                 "gate": self.gate.get_params()}  # fmt: skip
 
     def tensors(self) -> dict[str, np.ndarray]:
-        """The gate's tensors, for safetensors (beside :meth:`to_json`)."""
-        return self.gate.tensors()
+        """The gate's tensors and, as ``c{k}.NAME``, those of shifted component k."""
+        out = self.gate.tensors()
+        for k, c in enumerate(self.components):
+            if _reads_h(c):
+                out.update({f"c{k}.{n}": v for n, v in c.tensors().items()})
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any], class_data: ClassData,
                   tensors: dict[str, np.ndarray]) -> ContextMicroModel:  # fmt: skip
+        from nslm.micro.shifted import ShiftedMicroModel
+
         components: list[Component] = []
-        for part in data["components"]:
+        for k, part in enumerate(data["components"]):
+            if "shifted" in part:
+                own = {n[len(f"c{k}.") :]: v for n, v in tensors.items()
+                       if n.startswith(f"c{k}.")}  # fmt: skip
+                components.append(ShiftedMicroModel.from_json(part["shifted"], class_data, own))
+                continue
             model = MicroModel.from_json(part["model"], class_data)
             components.append(Restricted(model, part["restrict"]) if "restrict" in part
                               else model)  # fmt: skip

@@ -127,7 +127,7 @@ def context_models(run: Path) -> Section | None:
     for name, entry in read_json(path).get("classes", {}).items():
         tried = entry.get("valid_nll", {})
         cells = [number(math.exp(tried[k]), 2) if k in tried else ""
-                 for k in ("plain", "mixture", "shifted")]  # fmt: skip
+                 for k in ("plain", "mixture", "shifted", "shifted_mixture")]  # fmt: skip
         parts = [c.get("name", "") for c in entry.get("components", [])]
         kept = entry.get("kind", "") if entry.get("kept") else entry.get("why", "no: plain")
         rows.append((f"<{name}>", *cells, kept, ", ".join(parts)))
@@ -135,8 +135,8 @@ def context_models(run: Path) -> Section | None:
             "(mixture), or shifts the bins of its metric (shifted); valid perplexity of P_MM "
             "at the class's positions (docs/context-micro-models.md). The NSLM-context column "
             "of the tables uses the kept ones.</p>"
-            + table(["class", "plain", "mixture", "shifted", "kept", "mixture's components"],
-                    rows))  # fmt: skip
+            + table(["class", "plain", "mixture", "shifted", "shifted + mixture", "kept",
+                     "mixture's components"], rows))  # fmt: skip
     return "context", "Context-aware micro-models", body
 
 

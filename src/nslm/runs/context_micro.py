@@ -42,7 +42,8 @@ DEFAULT_COMPONENTS = 3  # grid cells per class, before the restricted parts
 MICRO_KINDS = ("auto", "plain", "context")  # what ``--micro`` of predict/generate takes
 # a context model's kind → its class and the tensors it keeps in the safetensors file
 KINDS = {"mixture": (ContextMicroModel, ("W", "b", "mean", "scale")),
-         "shifted": (ShiftedMicroModel, ("A", "a", "mean", "scale"))}  # fmt: skip
+         "shifted": (ShiftedMicroModel, ("A", "a", "mean", "scale")),
+         "shifted_mixture": (ContextMicroModel, ("W", "b", "mean", "scale"))}  # fmt: skip
 
 
 def lm_fingerprint(model: torch.nn.Module) -> str:
@@ -98,6 +99,14 @@ def fit_run_context(
             shifted.fit(corpus.train, H_train, corpus.valid, H_valid)
             tried["shifted"] = float(-shifted.class_log_probs(corpus.valid, H_valid).mean())
             models["shifted"] = shifted
+            # the gate again, with the shifted model in the selected cell's place: h then
+            # both moves mass within the metric's bins and picks another cell where useful
+            # (a first year of an article, which has no previous year to shift from)
+            say(f"<{name}>: gate with the shifted model as its first component")
+            both = ContextMicroModel(mm.cls, [shifted, *parts[1:]], mixture.gate.dim)
+            both.fit(corpus.train, H_train, corpus.valid, H_valid)
+            tried["shifted_mixture"] = both.gate.valid_nll_
+            models["shifted_mixture"] = both
         best = min(tried, key=tried.get)
         entry: dict[str, Any] = {}
         if best != "plain":
@@ -145,8 +154,8 @@ def load_run_context(loaded: LoadedRun, plain: dict[str, MicroModel]) -> dict[st
                 f"{entry.get('kind')!r}; run 'nslm fit-micro {run} --context' again"
             )
         model_class, keys = kind
-        found = {k: tensors.get(f"{name}.{k}") for k in keys}
-        if any(v is None for v in found.values()):
+        found = {k[len(name) + 1 :]: v for k, v in tensors.items() if k.startswith(f"{name}.")}
+        if any(k not in found for k in keys):
             raise NslmError(f"{run / CONTEXT_TENSORS} lacks <{name}>'s {', '.join(keys)}: run "
                             f"'nslm fit-micro {run} --context' again")  # fmt: skip
         out[name] = model_class.from_json(entry, plain[name].cls, found)

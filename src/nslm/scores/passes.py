@@ -169,29 +169,39 @@ class Scorer:
 
     @torch.no_grad()
     def score(
-        self, split: Split, parts: Sequence[str] | None = None, features: bool = False
+        self,
+        split: Split,
+        parts: Sequence[str] | None = None,
+        features: bool | np.ndarray = False,
     ) -> SplitScores:
         """The asked ``parts`` of :data:`nslm.scores.classes.PARTS` (default: all the run
-        has, memoised) for ``split``; with ``features``, the backbone states too."""
+        has, memoised) for ``split``; with ``features``, the backbone states too (all of
+        them, or with a (N,) bool mask only those rows; the others stay zero)."""
+        keep = True if self.keep_features else features
         if parts is None:
             key = (split.name, len(split))
-            keep = self.keep_features or features
-            if key not in self._memo or (keep and self._memo[key].features is None):
+            if key not in self._memo or (keep is not False and self._memo[key].features is None):
                 self._memo[key] = self._run(split, self.classes.parts, keep)
             return self._memo[key]
-        return self._run(split, tuple(parts), features)
+        return self._run(split, tuple(parts), keep)
 
-    def _run(self, split: Split, parts: tuple[str, ...], keep_features: bool) -> SplitScores:
+    def _run(
+        self, split: Split, parts: tuple[str, ...], keep_features: bool | np.ndarray
+    ) -> SplitScores:
         self.classes.check(parts)
         n = len(split)
         out = {p: np.full(n, np.nan) for p in parts}
-        feats = torch.zeros(n, self.model.backbone.out_dim) if keep_features else None
+        rows = None
+        if keep_features is not False:  # writing only the rows asked for is ~1 s on a test split
+            rows = np.ones(n, dtype=bool) if keep_features is True else keep_features
+        feats = torch.zeros(n, self.model.backbone.out_dim) if rows is not None else None
         correct = np.full(n, np.nan) if self.accuracy else None
         for hv, yv, cv, where in self.batches(split):
             for part, lp in self.classes.target_scores(self.model, hv, yv, cv, parts).items():
                 out[part][where] = lp.cpu().numpy()
             if feats is not None:
-                feats[torch.from_numpy(where)] = hv.cpu()
+                hit = rows[where]
+                feats[torch.from_numpy(where[hit])] = hv[torch.from_numpy(hit)].cpu()
             if correct is not None:
                 best = self.model.heads["nnlm"].log_dist(hv).argmax(dim=-1)
                 correct[where] = (best == yv).cpu().numpy()
@@ -202,7 +212,11 @@ class Scorer:
     ) -> SplitScores:
         """:meth:`score` plus the micro-models' P_MM and the NSLM of Eq. 4 (``pure``); the
         backbone states are kept when a micro-model reads them (a context-aware one)."""
-        got = self.score(split, parts, features=any(m.needs_features for m in micro.values()))
+        reading = [m for m in micro.values() if m.needs_features]
+        rows = np.zeros(len(split), dtype=bool)  # the states a context micro-model reads
+        for m in reading:
+            rows |= m.cls.target_mask(split)
+        got = self.score(split, parts, features=rows if reading else False)
         mm = micro_log_probs(micro, split, got.features)
         return replace(got, micro=mm, pure=nslm_log_probs(got.top, split.class_ids, mm, got.neural))
 
