@@ -69,19 +69,12 @@ def micro_group() -> None:
 @_corpus
 @_classes
 @prepared_dir_option
-@click.option(
-    "--context",
-    is_flag=True,
-    help="After micro.json: fit the context-aware "
-    "micro-models of RUN (a gate on the LM's state over each class's best cells).",
-)
-@click.option(
-    "--components",
-    type=click.IntRange(1, 20),
-    default=3,
-    show_default=True,
-    help="With --context: grid cells per class, before the restricted parts.",
-)
+@click.option("--context", is_flag=True, help="After micro.json: fit RUN's context-aware "
+              "micro-models (a gate or a shift on the LM's state, per class the best on "
+              "valid).")  # fmt: skip
+@click.option("--components", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="With --context: grid cells per class, before the restricted "
+              "parts.")  # fmt: skip
 def fit(run: Path | None, fast: bool, only: tuple[str, ...], metrics: tuple[str, ...],
         pdfs: tuple[str, ...], plugins: tuple[str, ...], class_file: Path | None,
         out: Path | None, corpus: str | None, classes: str | None,
