@@ -120,10 +120,11 @@ def test_validation_and_rate_halving_keys_are_checked(sets: list[str], message: 
     assert (cfg.halving_epsilon, cfg.max_halvings, cfg.eval_every) == (0.003, 10, 100)
 
 
-def test_the_default_trains_on_two_processes_with_sparse_embedding_gradients() -> None:
-    # batch_size counts the streams of all processes.
+def test_the_default_trains_on_two_processes_with_tied_embeddings() -> None:
+    # batch_size counts the streams of all processes; tied tables have dense gradients
     cfg = load_config(CONFIGS / "wt2-cpu.toml")
-    assert cfg.sparse_embedding and cfg.processes == 2 and cfg.batch_size % cfg.processes == 0
+    assert cfg.processes == 2 and cfg.batch_size % cfg.processes == 0
+    assert cfg.tie_weights and not cfg.sparse_embedding and cfg.emb_size == cfg.hidden_size
 
 
 def test_eval_tokens_is_a_deprecated_name_of_test_tokens(capsys) -> None:
