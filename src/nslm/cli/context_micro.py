@@ -14,7 +14,7 @@ from nslm.cli.options import check_run
 
 
 def fit_context(run: Path, components: int) -> None:
-    from nslm.runs.context_micro import fit_run_context, write_run_context
+    from nslm.runs.context_micro import TRIED, fit_run_context, write_run_context
     from nslm.runs.load import load_run
     from nslm.runs.micro import load_run_micro
 
@@ -29,12 +29,11 @@ def fit_context(run: Path, components: int) -> None:
     payload, tensors = fit_run_context(loaded, plain, components=components, progress=progress)
     path = write_run_context(loaded, payload, tensors)
     table = Table(title="context-aware micro-models: valid perplexity at the class's positions")
-    kinds = ("plain", "mixture", "shifted", "shifted_mixture")
     for column in ("class", "plain P_MM", "mixture", "shifted", "shifted + mixture", "kept"):
         table.add_column(column)
     for name, entry in payload["classes"].items():
         tried = entry.get("valid_nll", {})
-        cells = [f"{math.exp(tried[k]):.2f}" if k in tried else "-" for k in kinds]
+        cells = [f"{math.exp(tried[k]):.2f}" if k in tried else "-" for k in TRIED]
         kept = entry["kind"] if entry.get("kept") else entry.get("why", "no (plain is best)")
         table.add_row(f"<{name}>", *cells, kept)
     Console().print(table)

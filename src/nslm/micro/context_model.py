@@ -26,7 +26,13 @@ from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.micro.classdata import ClassData
 from nslm.micro.context import Context
-from nslm.micro.gated import RESTRICTIONS, GatedMixture, Restricted, compares_with_context
+from nslm.micro.gated import (
+    RESTRICTIONS,
+    GatedMixture,
+    Restricted,
+    as_rows,
+    compares_with_context,
+)
 from nslm.micro.model import MicroModel, log_prob_at
 from nslm.micro.pdfs import Pdf
 
@@ -65,13 +71,6 @@ def grid_components(entry: dict[str, Any], cls: ClassData, k: int = 3,
     if restricted and compares_with_context(selected):
         out += [Restricted(selected, keep) for keep in RESTRICTIONS]
     return out
-
-
-def _as_array(H: Any) -> np.ndarray:
-    """float64 rows from a numpy array or a torch tensor (the scoring pass's features)."""
-    if hasattr(H, "detach"):
-        H = H.detach().cpu().numpy()
-    return np.asarray(H, dtype=np.float64)
 
 
 class ContextMicroModel:
@@ -121,7 +120,7 @@ class ContextMicroModel:
 
     def gate_weights(self, H: Any) -> np.ndarray:
         """g(h) (B, K) at rows with LM states H (B, D): which component the context chose."""
-        return np.exp(self.gate.log_gate(_as_array(H)))
+        return np.exp(self.gate.log_gate(as_rows(H)))
 
     def explain(self, H: Any) -> dict[str, Any]:
         """The gate at one row (H: (1, D)): each component's weight, largest first."""
@@ -134,7 +133,7 @@ class ContextMicroModel:
         """(B, |V_c|): the mixture at the rows of ``ctx``, whose LM states are H (B, D)."""
         if H is None:
             raise NslmError(f"<{self.cls.name}>'s context micro-model needs the LM's states")
-        return self.gate.log_prob(_as_array(H), self.component_log_probs(ctx, H))
+        return self.gate.log_prob(as_rows(H), self.component_log_probs(ctx, H))
 
     def component_targets(self, split: Split, H: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """(positions, (N, K) log P_k of each position's target) for the class's positions;
@@ -157,7 +156,7 @@ class ContextMicroModel:
         positions, _ = self.cls.positions(split)
         H = features[positions]
         _, targets = self.component_targets(split, H)
-        out[positions] = self.gate.log_prob(_as_array(H), targets)
+        out[positions] = self.gate.log_prob(as_rows(H), targets)
         return out
 
     # -- fitting -----------------------------------------------------------------------------
@@ -167,7 +166,7 @@ class ContextMicroModel:
         ``H_*`` are the LM's states at the class's positions of each split, in order."""
         _, L = self.component_targets(train, H_train)
         _, Lv = self.component_targets(valid, H_valid)
-        self.gate.fit(_as_array(H_train), L, _as_array(H_valid), Lv)
+        self.gate.fit(as_rows(H_train), L, as_rows(H_valid), Lv)
         return self
 
     # -- parameters --------------------------------------------------------------------------

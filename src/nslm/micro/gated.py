@@ -32,6 +32,19 @@ from nslm.micro.model import MicroModel, metric_matrix
 L2_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 
 
+def as_rows(H: Any) -> np.ndarray:
+    """float64 rows from a numpy array or a torch tensor (the scoring pass's features)."""
+    if hasattr(H, "detach"):
+        H = H.detach().cpu().numpy()
+    return np.asarray(H, dtype=np.float64)
+
+
+def standard_scale(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The train rows' mean and scale per unit, which a state is standardised with before
+    the gate or the shift reads it (a unit that never moves keeps scale 1e-6)."""
+    return H.mean(axis=0), np.maximum(H.std(axis=0), 1e-6)
+
+
 class GatedMixture:
     """The gate of a mixture of K components over D-dimensional hidden states.
 
@@ -62,7 +75,7 @@ class GatedMixture:
 
     def log_gate(self, H: np.ndarray) -> np.ndarray:
         """log g(h) for each row of H (N, D): (N, K)."""
-        H = (np.asarray(H, dtype=np.float64) - self.mean) / self.scale
+        H = (as_rows(H) - self.mean) / self.scale
         return log_softmax(H @ self.W.T + self.b, axis=1)
 
     def log_prob(self, H: np.ndarray, component_log_probs: np.ndarray) -> np.ndarray:
@@ -95,7 +108,7 @@ class GatedMixture:
         whose mixture has the lowest mean NLL on valid (``valid_nll_by_l2``)."""
         H, L = self._checked(H_train, L_train)
         Hv, Lv = self._checked(H_valid, L_valid)
-        self.mean, self.scale = H.mean(axis=0), np.maximum(H.std(axis=0), 1e-6)
+        self.mean, self.scale = standard_scale(H)
         H = (H - self.mean) / self.scale  # the objective sees what log_gate will see
         L, Lv = np.maximum(L, -1e30), np.maximum(Lv, -1e30)  # a zero component stays finite
         start = np.zeros(self.n_components * (self.dim + 1))

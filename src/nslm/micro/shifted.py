@@ -28,7 +28,7 @@ from scipy.special import logsumexp
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.micro.context import Context
-from nslm.micro.gated import compares_with_context
+from nslm.micro.gated import as_rows, compares_with_context, standard_scale
 from nslm.micro.model import MicroModel, metric_matrix
 
 L2_GRID = (1e-4, 1e-3, 1e-2)
@@ -83,8 +83,7 @@ class ShiftedMicroModel:
 
     def shifts(self, H: Any) -> np.ndarray:
         """s(h) (B, bins) for LM states H (B, D)."""
-        H = H.detach().cpu().numpy() if hasattr(H, "detach") else np.asarray(H)
-        return ((np.asarray(H, np.float64) - self.mean) / self.scale) @ self.A.T + self.a
+        return ((as_rows(H) - self.mean) / self.scale) @ self.A.T + self.a
 
     def log_prob(self, ctx: Context, H: Any = None) -> np.ndarray:
         """(B, |V_c|): the shifted distribution at the rows of ``ctx`` with LM states H."""
@@ -132,8 +131,7 @@ class ShiftedMicroModel:
         positions, index = self.cls.positions(split)
         ctx = self.cls.context(split, positions, self.context)
         base, ok, bins = self._parts(ctx)
-        H = H.detach().cpu().numpy() if hasattr(H, "detach") else np.asarray(H)
-        z = (np.asarray(H, np.float64)[ok] - self.mean) / self.scale
+        z = (as_rows(H)[ok] - self.mean) / self.scale
         bins = bins if bins is not None else np.zeros((0, base.shape[1]), dtype=np.int64)
         return (
             torch.as_tensor(base[ok], dtype=torch.float32),
@@ -149,8 +147,7 @@ class ShiftedMicroModel:
         train_values = self.model.target_metric(train)
         inner = np.quantile(train_values, np.linspace(0, 1, self.n_bins + 1)[1:-1])
         self.edges = np.unique(np.concatenate([inner, [-ZERO, ZERO]]))
-        H = H_train.detach().cpu().numpy() if hasattr(H_train, "detach") else np.asarray(H_train)
-        self.mean, self.scale = H.mean(axis=0), np.maximum(H.std(axis=0), 1e-6)
+        self.mean, self.scale = standard_scale(as_rows(H_train))
         train_rows, valid_rows = self._rows(train, H_train), self._rows(valid, H_valid)
         if len(train_rows[2]) == 0 or len(valid_rows[2]) == 0:
             raise NslmError(f"<{self.cls.name}>: no train or valid positions with context")

@@ -123,11 +123,13 @@ def context_models(run: Path) -> Section | None:
     path = run / "micro_context.json"
     if not path.is_file():
         return None
+    from nslm.runs.context_micro import TRIED  # the fitting side (scipy) only when needed
+
     rows = []
     for name, entry in read_json(path).get("classes", {}).items():
         tried = entry.get("valid_nll", {})
         cells = [number(math.exp(tried[k]), 2) if k in tried else ""
-                 for k in ("plain", "mixture", "shifted", "shifted_mixture")]  # fmt: skip
+                 for k in TRIED]  # fmt: skip
         parts = [c.get("name", "") for c in entry.get("components", [])]
         kept = entry.get("kind", "") if entry.get("kept") else entry.get("why", "no: plain")
         rows.append((f"<{name}>", *cells, kept, ", ".join(parts)))

@@ -40,6 +40,7 @@ CONTEXT_FILE = "micro_context.json"
 CONTEXT_TENSORS = "micro_context.safetensors"
 DEFAULT_COMPONENTS = 3  # grid cells per class, before the restricted parts
 MICRO_KINDS = ("auto", "plain", "context")  # what ``--micro`` of predict/generate takes
+TRIED = ("plain", "mixture", "shifted", "shifted_mixture")  # the kinds a class may keep
 # a context model's kind → its class and the tensors it keeps in the safetensors file
 KINDS = {"mixture": (ContextMicroModel, ("W", "b", "mean", "scale")),
          "shifted": (ShiftedMicroModel, ("A", "a", "mean", "scale")),
@@ -89,9 +90,8 @@ def fit_run_context(
         say(f"<{name}>: gate over {len(parts)} components on {len(H_train):,} train positions")
         mixture = ContextMicroModel(mm.cls, parts, loaded.model.backbone.out_dim)
         mixture.fit(corpus.train, H_train, corpus.valid, H_valid)
-        _, valid_targets = mixture.component_targets(corpus.valid)
-        tried = {"plain": float(-valid_targets[:, 0].mean()),  # component 0: the selected
-                 "mixture": mixture.gate.valid_nll_}  # fmt: skip
+        plain_valid = mm.log_prob_targets(corpus.valid)  # NaN off the class
+        tried = {"plain": float(-np.nanmean(plain_valid)), "mixture": mixture.gate.valid_nll_}
         models: dict[str, Any] = {"mixture": mixture}
         if compares_with_context(mm):
             say(f"<{name}>: {mm.metric.name} bins shifted by h")
