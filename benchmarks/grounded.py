@@ -7,7 +7,8 @@ Trains two copies of the same config at the same time, one thread each, for the 
 time: one plain, one with the variant:
 
 * ``grounded`` (Table 6): ``grounded = true``, fixed value / lat-lon dimensions appended to
-  the input embeddings → benchmarks/results/grounded.json;
+  the input embeddings (on the tied default, after the softmax's own rows)
+  → benchmarks/results/grounded.json;
 * ``glove`` (Table 5): input embeddings initialised from GloVe 6B 50d
   (``init_vectors = "glove-6b-50d"``, ``pip install 'nslm[glove]'``); both runs take
   ``emb_size = 50`` (the vectors' own width, no projection) and untied embeddings

@@ -75,6 +75,25 @@ def test_tied_weights_share_only_the_learnt_part() -> None:
     assert model.backbone.embed.embedding_dim == 15
 
 
+def test_a_tied_adaptive_lstm_keeps_its_fixed_dimensions() -> None:
+    """The default layout (tied 2-layer LSTM, adaptive softmax) grounded: the learnt part of
+    each input vector is the softmax's own row, the last three are the fixed ones, and the
+    fixed part is saved as a buffer while the tied rows are saved once."""
+    model = grounded_model("emb_size=12", "hidden_size=12", "softmax='adaptive'",
+                           "cutoffs=[10, 25]", "tie_weights=true")  # fmt: skip
+    embed = model.backbone.embed
+    assert isinstance(embed, GroundedEmbedding) and embed.embedding_dim == 15
+    head = model.heads["nnlm"].softmax.adaptive.head.weight
+    assert embed.weight is head
+    got = embed(torch.tensor([3, 30]))
+    torch.testing.assert_close(got[0, :12], head[3])
+    assert torch.equal(got[:, 12:], embed.fixed[[3, 30]])
+    project, output = model.heads["nnlm"].softmax.adaptive.tail[1]
+    torch.testing.assert_close(got[1, :12], output.weight[30 - 25] @ project.weight)
+    names = [n for n, p in model.named_parameters() if p is head]
+    assert len(names) == 1
+
+
 def test_grounded_needs_an_lstm_backbone() -> None:
     with pytest.raises(NslmError, match="grounded"):
         load_config(None, ["grounded=true", "model='transformer'"])
@@ -108,15 +127,19 @@ def test_grounding_values_of_a_known_year_and_city(wt2_all, wt2_places) -> None:
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("model", ["lstm", "awd"])
-def test_tiny_grounded_run_trains_saves_and_loads(tmp_path: Path, wt2_all, model: str) -> None:
+@pytest.mark.parametrize(("model", "tied"), [("lstm", False), ("awd", False), ("lstm", True)])
+def test_tiny_grounded_run_trains_saves_and_loads(
+    tmp_path: Path, wt2_all, model: str, tied: bool
+) -> None:
     sets = ["grounded=true", f"model='{model}'", "max_steps=15", "eval_tokens=1000",
-            "valid_tokens=1000"]  # fmt: skip
+            "valid_tokens=1000", f"tie_weights={str(tied).lower()}"]  # fmt: skip
     cfg = load_config(TINY, sets)
     results = train(cfg, tmp_path / "run")
     saved = load_file(str(tmp_path / "run" / "model.safetensors"))
     np.testing.assert_array_equal(saved["backbone.embed.fixed"].numpy(), grounding_table(wt2_all))
-    assert saved["backbone.embed.trainable.weight"].shape == (len(wt2_all.vocab), cfg.emb_size)
+    if not tied:  # a tied run's learnt rows are the softmax's, saved under the head's name
+        learnt = saved["backbone.embed.trainable.weight"]
+        assert learnt.shape == (len(wt2_all.vocab), cfg.emb_size)
     loaded = load_run(tmp_path / "run", corpus=wt2_all)
     fixed = loaded.model.backbone.embed.fixed.numpy()
     np.testing.assert_array_equal(fixed, grounding_table(wt2_all))  # untouched by training

@@ -1,6 +1,7 @@
 """The context-shifted micro-model (nslm.micro.shifted) on WikiText-2 years: zero shifts are
 the plain micro-model, every row is a distribution for any state, a state that carries the
-sign of the year difference is learnt, and the parameters round-trip."""
+sign of the year difference (or the target's era, through the value bins) is learnt, and the
+parameters round-trip."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def test_every_row_is_a_distribution_for_any_state(years, seed: int, scale: floa
     model = ShiftedMicroModel(plain, dim=3)
     rng = np.random.default_rng(seed)
     model.A, model.a = rng.normal(size=model.A.shape) * scale, rng.normal(size=model.a.shape)
+    model.value_edges = np.sort(rng.uniform(1000, 2000, size=3))  # 4 value bins
+    model.B, model.b = rng.normal(size=(4, 3)) * scale, rng.normal(size=4)
     positions, _ = year.positions(corpus.valid)
     ctx = year.context(corpus.valid, positions[:30], model.context)
     rows = model.log_prob(ctx, rng.normal(size=(30, 3)) * scale)
@@ -61,6 +64,37 @@ def test_a_state_with_the_sign_is_learnt_and_round_trips(years) -> None:
     again = ShiftedMicroModel.from_json(model.to_json(), year, model.tensors())
     np.testing.assert_allclose(again.log_prob_targets(valid, H), shifted, atol=1e-4,
                                equal_nan=True)  # fmt: skip
+
+
+def era_features(corpus, year, split) -> np.ndarray:
+    """(positions, 2): whether the target year is after 1950, and a 1: what the value bins
+    can use on every row, a previous year or not; the metric bins cannot."""
+    _, index = year.positions(split)
+    late = (year.candidates.values[index] > 1950).astype(float)
+    return np.stack([late, np.ones_like(late)], axis=1)
+
+
+def test_a_state_with_the_era_is_learnt_by_the_value_bins_alone(years) -> None:
+    corpus, year, plain = years
+    train, valid = corpus.train, corpus.valid
+    era = {s.name: era_features(corpus, year, s) for s in (train, valid)}
+    H = np.zeros((len(valid), 2))
+    H[year.positions(valid)[0]] = era["valid"]
+    gain = {}
+    for value_bins in (0, 8):
+        model = ShiftedMicroModel(plain, dim=2, value_bins=value_bins)
+        model.fit(train, era["train"], valid, era["valid"])
+        shifted, base = model.log_prob_targets(valid, H), plain.log_prob_targets(valid)
+        in_class = np.isfinite(base)
+        gain[value_bins] = np.mean(shifted[in_class] - base[in_class])
+    assert gain[8] > 0.2 and gain[8] > gain[0] + 0.1, gain
+    assert len(model.b) == len(model.value_edges) + 1 > 4
+    again = ShiftedMicroModel.from_json(model.to_json(), year, model.tensors())
+    np.testing.assert_allclose(again.log_prob_targets(valid, H), shifted, atol=1e-4,
+                               equal_nan=True)  # fmt: skip
+    assert {row["bin"] for row in again.explain(H[:1])["value_shift"]} == set(
+        model.value_bin_names()
+    )
 
 
 def test_a_metric_without_context_cannot_be_shifted(years) -> None:

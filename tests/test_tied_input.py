@@ -127,9 +127,7 @@ def test_tied_model_has_fewer_parameters() -> None:
     [
         (["emb_size=16", "hidden_size=24"], "emb_size = hidden_size"),
         (["sparse_embedding=true"], "sparse_embedding"),
-        (["grounded=true"], "grounded"),
         (["model='transformer'"], "needs model 'lstm' or 'awd'"),
-        (["model='awd'", "grounded=true"], "grounded"),
     ],
 )
 def test_tying_config_errors(sets: list[str], message: str) -> None:

@@ -135,9 +135,9 @@ def _check_tying(cfg: TrainConfig) -> None:
         raise NslmError("config key 'tie_weights' needs model 'lstm' or 'awd' and an nnlm head")
     if cfg.model == "awd" and cfg.softmax == "full":
         return  # the softmax's matrix is the learnt part of the embedding table
-    if cfg.grounded or cfg.sparse_embedding:
-        raise NslmError("config key 'tie_weights' does not go with 'grounded' or "
-                        "'sparse_embedding' (the input table is the softmax's)")  # fmt: skip
+    if cfg.sparse_embedding:
+        raise NslmError("config key 'tie_weights' does not go with 'sparse_embedding' (the "
+                        "input table is the softmax's, whose gradient is dense)")  # fmt: skip
     # awd's last layer has emb_size units when tied; an lstm's has hidden_size
     if cfg.model == "lstm" and cfg.emb_size != cfg.hidden_size:
         raise NslmError("config key 'tie_weights' needs emb_size = hidden_size (the softmax's "

@@ -251,6 +251,9 @@ def render(result: dict[str, Any]) -> str:
         if d.get("shift"):  # a shifted one: the metric bins the context favoured
             shift = "  ".join(f"{g['bin']} ×{g['factor']:.2f}" for g in d["shift"][:2])
             lines.append(f"      shift: {shift}"[:WIDTH])
+        if d.get("value_shift"):  # and the value bins (an era or a magnitude) it favoured
+            shift = "  ".join(f"{g['bin']} ×{g['factor']:.2f}" for g in d["value_shift"][:2])
+            lines.append(f"      value: {shift}"[:WIDTH])
     return "\n".join(lines)
 
 

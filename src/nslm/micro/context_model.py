@@ -115,8 +115,29 @@ class ContextMicroModel:
     def component_log_probs(self, ctx: Context, H: Any = None) -> np.ndarray:
         """(B, K, |V_c|): every component's distribution over V_c at every row (a shifted
         component reads the rows' LM states H as well)."""
-        return np.stack([c.log_prob(ctx, H) if _reads_h(c) else c.log_prob(ctx)
-                         for c in self.components], axis=1)  # fmt: skip
+        return np.stack(self._rows(ctx, self.components, H), axis=1)
+
+    def _rows(self, ctx: Context, components: list[Component], H: Any = None
+              ) -> list[np.ndarray]:  # fmt: skip
+        """Each component's (B, |V_c|) at ``ctx``. A plain micro-model is scored once however
+        many components build on it: the selected one, its restricted parts and its shifted
+        form all start from the same P_MM rows."""
+        plain: dict[int, np.ndarray] = {}
+
+        def base(model: MicroModel) -> np.ndarray:
+            if id(model) not in plain:
+                plain[id(model)] = model.log_prob(ctx)
+            return plain[id(model)]
+
+        out = []
+        for c in components:
+            if isinstance(c, MicroModel):
+                out.append(base(c))
+            elif isinstance(c, Restricted):
+                out.append(c.log_prob(ctx, base(c.model)))
+            else:  # a shifted micro-model
+                out.append(c.log_prob(ctx, H, base(c.model)))
+        return out
 
     def gate_weights(self, H: Any) -> np.ndarray:
         """g(h) (B, K) at rows with LM states H (B, D): which component the context chose."""
@@ -140,9 +161,22 @@ class ContextMicroModel:
         ``H``, their LM states, is read by shifted components only."""
         positions, index = self.cls.positions(split)
         ctx = self.cls.context(split, positions, self.context)
+        if not len(positions):
+            return positions, np.empty((0, len(self.components)))
         n = len(self.cls.candidates)
-        cols = [c.class_log_probs(split, H) if _reads_h(c)
-                else log_prob_at(c.log_prob, ctx, index, n) for c in self.components]  # fmt: skip
+        fixed = [c for c in self.components if not _reads_h(c)]  # the rows do not read h
+
+        def stacked(sub: Context) -> np.ndarray:
+            return np.stack(self._rows(sub, fixed), axis=1)
+
+        at = log_prob_at(stacked, ctx, index, n * len(fixed)) if fixed else None
+        cols, k = [], 0
+        for c in self.components:
+            if _reads_h(c):
+                cols.append(c.class_log_probs(split, H))
+            else:
+                cols.append(at[:, k])
+                k += 1
         return positions, np.stack(cols, axis=1)
 
     def log_prob_targets(self, split: Split, features: Any = None) -> np.ndarray:

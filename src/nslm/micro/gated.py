@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import log_softmax, logsumexp, softmax
 
 from nslm.errors import NslmError
 from nslm.micro.context import Context
+from nslm.micro.logspace import log_normalise, logsumexp
 from nslm.micro.model import MicroModel, metric_matrix
 
 L2_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -76,7 +76,7 @@ class GatedMixture:
     def log_gate(self, H: np.ndarray) -> np.ndarray:
         """log g(h) for each row of H (N, D): (N, K)."""
         H = (as_rows(H) - self.mean) / self.scale
-        return log_softmax(H @ self.W.T + self.b, axis=1)
+        return log_normalise(H @ self.W.T + self.b, axis=1)
 
     def log_prob(self, H: np.ndarray, component_log_probs: np.ndarray) -> np.ndarray:
         """log Σ_k g_k(h) P_k for rows H (N, D) and component log-probs (N, K, …): the
@@ -92,10 +92,10 @@ class GatedMixture:
                    ) -> tuple[float, np.ndarray]:  # fmt: skip
         K, D = self.n_components, self.dim
         W, b = theta[: K * D].reshape(K, D), theta[K * D :]
-        a = log_softmax(H @ W.T + b, axis=1)  # log g
+        a = log_normalise(H @ W.T + b, axis=1)  # log g
         joint = a + L
         nll = -logsumexp(joint, axis=1)
-        r = softmax(joint, axis=1)  # responsibilities: the posterior of each component
+        r = np.exp(log_normalise(joint, axis=1))  # responsibilities: each component posterior
         d_logits = (np.exp(a) - r) / len(H)  # ∂ mean NLL / ∂ (W h + b)
         grad_W = d_logits.T @ H + 2 * l2 * W
         grad_b = d_logits.sum(axis=0)
@@ -173,7 +173,7 @@ def _log_prior(L: np.ndarray, steps: int = 50) -> np.ndarray:
     the gate starts where the plain mixture ends."""
     log_w = np.full(L.shape[1], -np.log(L.shape[1]))
     for _ in range(steps):
-        r = softmax(log_w + L, axis=1)
+        r = np.exp(log_normalise(log_w + L, axis=1))
         log_w = np.log(np.maximum(r.mean(axis=0), 1e-12))
     return log_w - log_w.max()
 
@@ -216,9 +216,10 @@ class Restricted:
     def name(self) -> str:
         return f"{self.model.metric.name}+{self.model.pdf.name} ({self.keep})"
 
-    def log_prob(self, ctx: Context) -> np.ndarray:
-        """(B, |V_c|) log-probabilities, each row a distribution over V_c."""
-        out = self.model.log_prob(ctx)
+    def log_prob(self, ctx: Context, base: np.ndarray | None = None) -> np.ndarray:
+        """(B, |V_c|) log-probabilities, each row a distribution over V_c; ``base``: the
+        model's own log-probabilities at ``ctx`` when the caller has them (not modified)."""
+        out = self.model.log_prob(ctx) if base is None else base.copy()
         ok = np.flatnonzero(self.model.metric.available(ctx))
         if not len(ok):
             return out
@@ -227,5 +228,5 @@ class Restricted:
         some = passes.any(axis=1)
         rows = ok[some]
         kept = np.where(passes[some], out[rows], -np.inf)
-        out[rows] = kept - logsumexp(kept, axis=1, keepdims=True)
+        out[rows] = log_normalise(kept, axis=1)
         return out

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.micro.classdata import ClassData
 from nslm.micro.context import CONTEXT_MODES, Context
+from nslm.micro.logspace import log_normalise
 from nslm.micro.metrics import Metric, get_metric
 from nslm.micro.pdfs import Pdf, get_pdf
 
@@ -63,13 +63,13 @@ def normalised_log_pdf(
     if pdf.elementwise and matrix.size:
         uniq, inverse = unique if unique is not None else unique_values(matrix)
         scores = pdf.log_score(uniq)[inverse].reshape(matrix.shape)
-        return scores - logsumexp(scores, axis=1, keepdims=True)
+        return log_normalise(scores, axis=1)
     out = np.empty(matrix.shape)
     step = max(1, _CELL_BUDGET // max(matrix.shape[1], 1))
     for start in range(0, matrix.shape[0], step):
         scores = pdf.log_score(np.ascontiguousarray(matrix[start : start + step]))
         scores = np.broadcast_to(scores, (min(step, matrix.shape[0] - start), matrix.shape[1]))
-        out[start : start + step] = scores - logsumexp(scores, axis=1, keepdims=True)
+        out[start : start + step] = log_normalise(scores, axis=1)
     return out
 
 
@@ -102,22 +102,25 @@ def smooth(log_mm: np.ndarray, log_uni: np.ndarray, epsilon: float) -> np.ndarra
 def log_prob_at(
     log_prob: Callable[[Context], np.ndarray], ctx: Context, index: np.ndarray, n_candidates: int
 ) -> np.ndarray:
-    """``log_prob(ctx)[b, index[b]]`` for every row b, without the (B, K) matrix.
+    """``log_prob(ctx)[b, ..., index[b]]`` for every row b, without the (B, …, K) matrix:
+    (B,) from a (B, K) ``log_prob``, (B, M) from a (B, M, K) one (M components at once).
 
     Each distinct context is scored once (:meth:`Context.unique`): rows that share a previous
     year or city share a distribution over V_c.
     """
     distinct, which = ctx.unique()
-    out = np.empty(len(ctx))
+    out: np.ndarray | None = None
     order = np.argsort(which, kind="stable")
     bounds = np.searchsorted(which[order], np.arange(len(distinct) + 1))
     step = max(1, _CELL_BUDGET // max(n_candidates, 1))
     for start in range(0, len(distinct), step):
         stop = min(start + step, len(distinct))
         full = log_prob(distinct.rows(np.arange(start, stop)))
+        if out is None:
+            out = np.empty((len(ctx), *full.shape[1:-1]))
         rows = order[bounds[start] : bounds[stop]]
-        out[rows] = full[which[rows] - start, index[rows]]
-    return out
+        out[rows] = full[which[rows] - start, ..., index[rows]]
+    return out if out is not None else np.empty(0)
 
 
 class MicroModel:

@@ -17,9 +17,9 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import logsumexp
 
 from nslm.errors import NslmError
+from nslm.micro.logspace import logsumexp
 
 _LOG_2PI = math.log(2 * math.pi)
 

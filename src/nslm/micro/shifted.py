@@ -1,15 +1,22 @@
 """A context-shifted micro-model: the selected micro-model tilted by the LM's hidden state.
 
-    P(w | c, ctx, h) ∝ P_MM(w | c, ctx) · exp(s_{bin(m(w, ctx))}(h)),      s(h) = A·z(h) + a
+    P(w | c, ctx, h) ∝ P_MM(w | c, ctx) · exp(s_{bin(m(w, ctx))}(h) + t_{vbin(v(w))}(h))
+    s(h) = A·z(h) + a,      t(h) = B·z(h) + b
 
 ``m`` is the micro-model's own metric (``diff``, ``euclidean``, …), ``bin`` one of a few bins
 of its value (quantile bins of the training targets' values, with the previous value itself,
 m = 0, in a bin of its own), and z(h) the LM state standardised on the train rows. The fitted
 symbolic PDF stays the base; the LM only moves mass between bins of the metric: after "died
 in" it can raise every positive year difference, after a list of places lower distance 0.
+
+For a number class the member's own value v(w) has bins too (``value_bins``, quantiles of
+the train targets' values; a member without a value in none): the state says which era or
+magnitude the text is about ("in the 1990s", "a population of"), which the metric against
+one previous value cannot, and which also reaches rows with no previous value.
+
 This is the continuous form of the paper's future work beside the gated mixture
-(:mod:`nslm.micro.gated`): a PDF whose parameters depend on h. With A = 0 and a = 0 it is
-P_MM exactly; a row without context (the metric cannot be computed) keeps P_MM.
+(:mod:`nslm.micro.gated`): a PDF whose parameters depend on h. With A, a, B, b = 0 it is
+P_MM exactly; a row without context (the metric cannot be computed) has no metric shift.
 
 Fitting: the LM frozen, the mean negative log-likelihood of the train targets plus λ‖A‖²,
 minimised by L-BFGS (torch autograd through the normaliser over V_c), for each λ of a grid,
@@ -23,15 +30,15 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.special import logsumexp
 
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.micro.context import Context
 from nslm.micro.gated import as_rows, compares_with_context, standard_scale
+from nslm.micro.logspace import log_normalise
 from nslm.micro.model import MicroModel, metric_matrix
 
-L2_GRID = (1e-4, 1e-3, 1e-2)
+L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1)
 ZERO = 1e-9  # half-width of the bin of m = 0 (the previous value or place itself)
 
 
@@ -40,7 +47,8 @@ class ShiftedMicroModel:
 
     needs_features = True
 
-    def __init__(self, model: MicroModel, dim: int, n_bins: int = 8) -> None:
+    def __init__(self, model: MicroModel, dim: int, n_bins: int = 8, value_bins: int = 0
+                 ) -> None:  # fmt: skip
         if not compares_with_context(model):
             raise NslmError(f"<{model.cls.name}>: a shift needs a continuous metric of the "
                             f"context, not {model.metric.name!r}")  # fmt: skip
@@ -49,6 +57,11 @@ class ShiftedMicroModel:
         self.edges = np.array([-ZERO, ZERO])
         self.A = np.zeros((len(self.edges) + 1, self.dim))
         self.a = np.zeros(len(self.edges) + 1)
+        values = self.cls.candidates.values
+        # value bins only where members have values (a number class), else none at all
+        self.value_bins = int(value_bins) if np.isfinite(values).mean() >= 0.5 else 0
+        self.value_edges = np.zeros(0)
+        self.B, self.b = np.zeros((0, self.dim)), np.zeros(0)
         self.mean, self.scale = np.zeros(self.dim), np.ones(self.dim)
         self.l2_: float | None = None
         self.valid_nll_: float | None = None
@@ -63,7 +76,8 @@ class ShiftedMicroModel:
 
     @property
     def label(self) -> str:
-        return f"{self.model.label} shifted by h ({len(self.a)} bins)"
+        values = f", {len(self.b)} value bins" if len(self.b) else ""
+        return f"{self.model.label} shifted by h ({len(self.a)} bins{values})"
 
     def bin_names(self) -> list[str]:
         bounds = [-np.inf, *self.edges.tolist(), np.inf]
@@ -71,30 +85,58 @@ class ShiftedMicroModel:
                 else f"{self.metric.name} in ({lo:.3g}, {hi:.3g}]"
                 for lo, hi in itertools.pairwise(bounds)]  # fmt: skip
 
+    def value_bin_names(self) -> list[str]:
+        bounds = [-np.inf, *self.value_edges.tolist(), np.inf]
+        return [f"value in ({lo:.4g}, {hi:.4g}]" for lo, hi in itertools.pairwise(bounds)]
+
+    def member_value_bins(self) -> np.ndarray:
+        """(|V_c|,) each member's value bin; len(b) (a bin of zero tilt) without a value."""
+        values = self.cls.candidates.values
+        out = np.full(len(values), len(self.b), dtype=np.int64)
+        finite = np.isfinite(values)
+        out[finite] = np.searchsorted(self.value_edges, values[finite], side="left")
+        return out
+
     # -- scores ------------------------------------------------------------------------------
 
-    def _parts(self, ctx: Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """log P_MM (B, |V_c|), the rows with context, and their bin of every member."""
-        base = self.model.log_prob(ctx)
+    def _parts(self, ctx: Context, base: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """log P_MM (B, |V_c|) (``base`` when the caller has it) and each row's metric bin
+        of every member (B, |V_c|): a row without context has every member in bin len(a),
+        which has no shift."""
+        base = self.model.log_prob(ctx) if base is None else base
+        bins = np.full(base.shape, len(self.a), dtype=np.int64)
         ok = np.flatnonzero(self.metric.available(ctx))
-        values = metric_matrix(self.metric, self.cls, ctx.rows(ok)) if len(ok) else None
-        bins = np.searchsorted(self.edges, values, side="left") if values is not None else None
-        return base, ok, bins
+        if len(ok):
+            values = metric_matrix(self.metric, self.cls, ctx.rows(ok))
+            bins[ok] = np.searchsorted(self.edges, values, side="left")
+        return base, bins
+
+    def _z(self, H: Any) -> np.ndarray:
+        return (as_rows(H) - self.mean) / self.scale
 
     def shifts(self, H: Any) -> np.ndarray:
-        """s(h) (B, bins) for LM states H (B, D)."""
-        return ((as_rows(H) - self.mean) / self.scale) @ self.A.T + self.a
+        """s(h) (B, metric bins) for LM states H (B, D)."""
+        return self._z(H) @ self.A.T + self.a
 
-    def log_prob(self, ctx: Context, H: Any = None) -> np.ndarray:
-        """(B, |V_c|): the shifted distribution at the rows of ``ctx`` with LM states H."""
+    def value_shifts(self, H: Any) -> np.ndarray:
+        """t(h) (B, value bins) for LM states H (B, D)."""
+        return self._z(H) @ self.B.T + self.b
+
+    def log_prob(self, ctx: Context, H: Any = None, base: np.ndarray | None = None
+                 ) -> np.ndarray:  # fmt: skip
+        """(B, |V_c|): the shifted distribution at the rows of ``ctx`` with LM states H;
+        ``base``: P_MM's log-probabilities there when the caller has them (not modified)."""
         if H is None:
             raise NslmError(f"<{self.cls.name}>'s shifted micro-model needs the LM's states")
-        base, ok, bins = self._parts(ctx)
-        if len(ok):
-            s = self.shifts(H)[ok]
-            tilted = base[ok] + np.take_along_axis(s, bins, axis=1)
-            base[ok] = tilted - logsumexp(tilted, axis=1, keepdims=True)
-        return base
+        base, bins = self._parts(ctx, base)
+        z = self._z(H)
+        s = np.concatenate([z @ self.A.T + self.a, np.zeros((len(z), 1))], axis=1)
+        tilted = base + np.take_along_axis(s, bins, axis=1)
+        if len(self.b):
+            t = np.concatenate([z @ self.B.T + self.b, np.zeros((len(z), 1))], axis=1)
+            tilted += t[:, self.member_value_bins()]
+        return log_normalise(tilted, axis=1)
 
     def log_prob_targets(self, split: Split, features: Any = None) -> np.ndarray:
         """Per-position array (NaN off the class), ``features`` the states at every position."""
@@ -118,57 +160,71 @@ class ShiftedMicroModel:
         return out
 
     def explain(self, H: Any) -> dict[str, Any]:
-        """What the state did at one row: each bin's factor exp(s_b(h)), largest first."""
-        s = self.shifts(H)[0]
-        order = np.argsort(-s, kind="stable")
-        names = self.bin_names()
-        return {"shift": [{"bin": names[i], "factor": float(np.exp(s[i]))} for i in order]}
+        """What the state did at one row: each bin's factor exp(s_b(h)) (metric bins, then
+        value bins), largest first."""
+        out = []
+        for s, names in ((self.shifts(H)[0], self.bin_names()),
+                         (self.value_shifts(H)[0], self.value_bin_names())):  # fmt: skip
+            order = np.argsort(-s, kind="stable")
+            out.append([{"bin": names[i], "factor": float(np.exp(s[i]))} for i in order])
+        return {"shift": out[0], "value_shift": out[1]}
 
     # -- fitting -----------------------------------------------------------------------------
 
     def _rows(self, split: Split, H: Any) -> tuple[torch.Tensor, ...]:
-        """The class's positions with context: base log-probs, bins, targets, states."""
+        """The class's positions: base log-probs, metric bins, value bins, targets, states.
+        Without value bins only the rows with context can move, so only they are kept."""
         positions, index = self.cls.positions(split)
         ctx = self.cls.context(split, positions, self.context)
-        base, ok, bins = self._parts(ctx)
-        z = (as_rows(H)[ok] - self.mean) / self.scale
-        bins = bins if bins is not None else np.zeros((0, base.shape[1]), dtype=np.int64)
+        base, bins = self._parts(ctx)
+        keep = np.arange(len(base)) if len(self.b) else np.flatnonzero(bins[:, 0] < len(self.a))
         return (
-            torch.as_tensor(base[ok], dtype=torch.float32),
-            torch.as_tensor(bins).long(),
-            torch.as_tensor(index[ok]).long(),
-            torch.as_tensor(z, dtype=torch.float32),
+            torch.as_tensor(base[keep], dtype=torch.float32),
+            torch.as_tensor(bins[keep]).long(),
+            torch.as_tensor(self.member_value_bins()).long(),
+            torch.as_tensor(index[keep]).long(),
+            torch.as_tensor(self._z(H)[keep], dtype=torch.float32),
         )
 
     def fit(self, train: Split, H_train: Any, valid: Split, H_valid: Any, max_iter: int = 100
             ) -> ShiftedMicroModel:  # fmt: skip
-        """Fit the bins, then A and a for each λ; keep the λ best on valid. ``H_*``: the LM's
-        states at the class's positions of each split, in order."""
+        """Fit the bins, then A, a, B, b for each λ; keep the λ best on valid. ``H_*``: the
+        LM's states at the class's positions of each split, in order."""
         train_values = self.model.target_metric(train)
         inner = np.quantile(train_values, np.linspace(0, 1, self.n_bins + 1)[1:-1])
         self.edges = np.unique(np.concatenate([inner, [-ZERO, ZERO]]))
+        n_bins, n_value = len(self.edges) + 1, 0
+        if self.value_bins:
+            values = self.cls.candidates.values[self.cls.positions(train)[1]]
+            quantiles = np.linspace(0, 1, self.value_bins + 1)[1:-1]
+            self.value_edges = np.unique(np.quantile(values[np.isfinite(values)], quantiles))
+            n_value = len(self.value_edges) + 1
+        self.a, self.b = np.zeros(n_bins), np.zeros(n_value)  # sizes _rows reads
         self.mean, self.scale = standard_scale(as_rows(H_train))
         train_rows, valid_rows = self._rows(train, H_train), self._rows(valid, H_valid)
-        if len(train_rows[2]) == 0 or len(valid_rows[2]) == 0:
+        if len(train_rows[3]) == 0 or len(valid_rows[3]) == 0:
             raise NslmError(f"<{self.cls.name}>: no train or valid positions with context")
-        n_bins, best = len(self.edges) + 1, None
+        best = None
         for l2 in L2_GRID:
-            A = torch.zeros(n_bins, self.dim, requires_grad=True)
-            a = torch.zeros(n_bins, requires_grad=True)
-            opt = torch.optim.LBFGS([A, a], max_iter=max_iter, line_search_fn="strong_wolfe")
+            params = [torch.zeros(n_bins, self.dim, requires_grad=True),
+                      torch.zeros(n_bins, requires_grad=True),
+                      torch.zeros(n_value, self.dim, requires_grad=True),
+                      torch.zeros(n_value, requires_grad=True)]  # fmt: skip
+            opt = torch.optim.LBFGS(params, max_iter=max_iter, line_search_fn="strong_wolfe")
 
-            def closure(A=A, a=a, l2=l2, opt=opt) -> torch.Tensor:
+            def closure(params=params, l2=l2, opt=opt) -> torch.Tensor:
                 opt.zero_grad()
-                loss = _nll(A, a, *train_rows) + l2 * (A * A).sum()
+                A, _, B, _ = params
+                loss = _nll(params, *train_rows) + l2 * ((A * A).sum() + (B * B).sum())
                 loss.backward()
                 return loss
 
             opt.step(closure)
             with torch.no_grad():
-                valid_nll = float(_nll(A, a, *valid_rows))
+                valid_nll = float(_nll(params, *valid_rows))
             if best is None or valid_nll < best[0]:
-                best = (valid_nll, l2, A.detach().double().numpy(), a.detach().double().numpy())
-        self.valid_nll_, self.l2_, self.A, self.a = best
+                best = (valid_nll, l2, [p.detach().double().numpy() for p in params])
+        self.valid_nll_, self.l2_, (self.A, self.a, self.B, self.b) = best
         return self
 
     # -- parameters --------------------------------------------------------------------------
@@ -176,19 +232,25 @@ class ShiftedMicroModel:
     def to_json(self) -> dict[str, Any]:
         return {"class": self.cls.name, "kind": "shifted", "model": self.model.to_json(),
                 "dim": self.dim, "n_bins": self.n_bins, "edges": self.edges.tolist(),
+                "value_bins": self.value_bins, "value_edges": self.value_edges.tolist(),
                 "l2": self.l2_, "fit_valid_nll": self.valid_nll_}  # fmt: skip
 
     def tensors(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name).astype(np.float32)
-                for name in ("A", "a", "mean", "scale")}  # fmt: skip
+                for name in ("A", "a", "B", "b", "mean", "scale")}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: dict[str, Any], class_data, tensors: dict[str, np.ndarray]
                   ) -> ShiftedMicroModel:  # fmt: skip
-        out = cls(MicroModel.from_json(data["model"], class_data), data["dim"], data["n_bins"])
+        out = cls(MicroModel.from_json(data["model"], class_data), data["dim"], data["n_bins"],
+                  data.get("value_bins", 0))  # fmt: skip
         out.edges = np.asarray(data["edges"], np.float64)
-        bins = len(out.edges) + 1
-        shapes = {"A": (bins, out.dim), "a": (bins,), "mean": (out.dim,), "scale": (out.dim,)}
+        out.value_edges = np.asarray(data.get("value_edges", []), np.float64)
+        bins, values = len(out.edges) + 1, len(out.value_edges) + 1 if out.value_bins else 0
+        shapes = {"A": (bins, out.dim), "a": (bins,), "B": (values, out.dim), "b": (values,),
+                  "mean": (out.dim,), "scale": (out.dim,)}  # fmt: skip
+        # a model fitted before value bins existed has no B, b: none of them
+        tensors = {"B": np.zeros((0, out.dim)), "b": np.zeros(0), **tensors}
         for name, shape in shapes.items():
             value = np.asarray(tensors[name], np.float64)
             if value.shape != shape:
@@ -198,10 +260,21 @@ class ShiftedMicroModel:
         return out
 
 
-def _nll(A: torch.Tensor, a: torch.Tensor, base: torch.Tensor, bins: torch.Tensor,
-         target: torch.Tensor, z: torch.Tensor) -> torch.Tensor:  # fmt: skip
-    """Mean −log P(target) of the tilted rows (float32; rows at once)."""
-    s = z @ A.T + a  # (N, bins)
+def _nll(
+    params: list[torch.Tensor],
+    base: torch.Tensor,
+    bins: torch.Tensor,
+    value_bins: torch.Tensor,
+    target: torch.Tensor,
+    z: torch.Tensor,
+) -> torch.Tensor:
+    """Mean −log P(target) of the tilted rows (float32; rows at once); the last column of
+    each shift is the zero of a row without context or a member without a value."""
+    A, a, B, b = params
+    zero = torch.zeros(len(z), 1)
+    s = torch.cat([z @ A.T + a, zero], dim=1)  # (N, bins + 1)
     tilted = base + torch.gather(s, 1, bins)
+    if len(b):
+        tilted = tilted + torch.cat([z @ B.T + b, zero], dim=1)[:, value_bins]
     picked = tilted.gather(1, target.unsqueeze(1)).squeeze(1)
     return (torch.logsumexp(tilted, dim=1) - picked).mean()

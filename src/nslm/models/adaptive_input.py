@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from nslm.models.grounding import GroundedEmbedding
 from nslm.models.heads import SoftmaxLayer
 
 
@@ -71,11 +72,16 @@ class TiedInput(nn.Module):
 def tie_input_to_output(backbone: nn.Module, softmax: SoftmaxLayer) -> None:
     """Replace ``backbone.embed`` by a :class:`TiedInput` on ``softmax``.
 
-    The backbone's input width must be the softmax's input width (emb_size = hidden_size for
-    an LSTM, checked by the config).
+    A grounded embedding keeps its fixed dimensions: only its trainable part becomes the
+    tied input (paper Table 6 grounding on a tied model). The learnt width must be the
+    softmax's input width (emb_size = hidden_size for an LSTM, checked by the config).
     """
     tied = TiedInput(softmax)
-    width = backbone.embed.embedding_dim
-    if width != tied.dim:
+    grounded = isinstance(backbone.embed, GroundedEmbedding)
+    learnt = backbone.embed.trainable if grounded else backbone.embed
+    if learnt.embedding_dim != tied.dim:
         raise ValueError(f"tied embeddings need emb_size = {tied.dim} (the softmax's input)")
-    backbone.embed = tied
+    if grounded:
+        backbone.embed.trainable = tied
+    else:
+        backbone.embed = tied

@@ -73,7 +73,8 @@ class GroundedEmbedding(nn.Module):
     """A trainable ``nn.Embedding`` (emb_size) followed by fixed, non-trainable dimensions.
 
     ``weight`` is the trainable table, so weight tying and pretrained-vector initialisation
-    act on the learnt part only; ``embedding_dim`` is the full width the LSTM reads.
+    act on the learnt part only; ``embedding_dim`` is the full width the LSTM reads. A tied
+    model swaps ``trainable`` for the softmax's adaptive input (models/adaptive_input.py).
     """
 
     def __init__(
@@ -94,10 +95,6 @@ class GroundedEmbedding(nn.Module):
         if table.shape != self.fixed.shape:
             raise ValueError(f"grounding table {tuple(table.shape)} != {tuple(self.fixed.shape)}")
         self.fixed.copy_(table)
-
-    def full_weight(self) -> Tensor:
-        """(V, emb_size + n_fixed): the whole input table (for embedding dropout)."""
-        return torch.cat([self.trainable.weight, self.fixed], dim=1)
 
     def forward(self, x: Tensor) -> Tensor:
         return torch.cat([self.trainable(x), self.fixed[x]], dim=-1)

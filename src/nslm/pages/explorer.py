@@ -65,9 +65,12 @@ class RunView:
             if is_byte_corpus(cfg.corpus):
                 self.kind = "byte"
             elif (self.path / "micro.json").is_file():
+                from nslm.runs.assets import saved_global_lambda
                 from nslm.runs.context_micro import run_micro_models
 
                 self.kind, self.micro = "nslm", run_micro_models(self.loaded)
+                # the ensemble's λ of the run's last eval, read once as the weights are
+                self.lam = saved_global_lambda(self.path)
             else:
                 self.kind = "word"
         self._lock = threading.Lock()
@@ -103,11 +106,9 @@ class RunView:
 
     def _predict(self, prompt: str, k: int, within: int) -> dict[str, Any]:
         from nslm.generation.predict import nnlm_next, predict, prompt_split, top_indices
-        from nslm.runs.assets import saved_global_lambda
 
         if self.kind == "nslm":
-            lam = saved_global_lambda(self.path)
-            return predict(self.loaded, self.micro, prompt, k=k, lam=lam, n_within=within)
+            return predict(self.loaded, self.micro, prompt, k=k, lam=self.lam, n_within=within)
         split, _ = prompt_split(self.loaded, prompt)
         _, logp = nnlm_next(self.loaded, self.loaded.scorer(), split)
         itos = self.loaded.corpus.vocab.itos

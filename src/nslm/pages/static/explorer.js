@@ -68,6 +68,9 @@ async function predict() {
     if (c.shift) {  // a shifted one: the metric bins the prompt favoured
       html += `<p class="note gate">shift: ${c.shift.slice(0, 4).map((g) => escapeHtml(g.bin) + " ×" + g.factor.toFixed(2)).join(", ")}</p>`;
     }
+    if (c.value_shift && c.value_shift.length) {  // and the value bins (an era, a magnitude)
+      html += `<p class="note gate">value: ${c.value_shift.slice(0, 3).map((g) => escapeHtml(g.bin) + " ×" + g.factor.toFixed(2)).join(", ")}</p>`;
+    }
   }
   out.innerHTML = html;
 }
