@@ -117,6 +117,10 @@ def test_a_gate_over_a_shifted_component_pinned_to_it_is_that_model(years) -> No
                                equal_nan=True)  # fmt: skip
     again = ContextMicroModel.from_json(mixture.to_json(), year, mixture.tensors())
     assert again.names == mixture.names
+    # one micro-model object behind the shift and the restricted part: scored once
+    assert again.components[0].model is again.components[1].model
+    shown = again.explain(H[:1])
+    assert shown["gate"][0]["weight"] == 1.0 and len(shown["shift"]) == len(shifted.a)
     np.testing.assert_allclose(again.log_prob_targets(corpus.valid, H),
                                mixture.log_prob_targets(corpus.valid, H), atol=1e-4,
                                equal_nan=True)  # fmt: skip

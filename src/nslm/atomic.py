@@ -47,7 +47,10 @@ def json_ready(value: Any) -> Any:
 
 def json_text(value: Any, *, indent: int | None = 1) -> str:
     """Strict JSON text of ``value`` under :func:`json_ready`'s policy."""
-    return json.dumps(json_ready(value), indent=indent, allow_nan=False)
+    try:  # most values hold no NaN or inf: one pass in C, no walk in Python first
+        return json.dumps(value, indent=indent, allow_nan=False)
+    except ValueError:  # a non-finite float somewhere (or numpy scalars json_ready keeps)
+        return json.dumps(json_ready(value), indent=indent, allow_nan=False)
 
 
 def write_json_atomic(path: Path, value: Any, *, indent: int | None = 1) -> None:

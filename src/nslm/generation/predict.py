@@ -205,13 +205,18 @@ def _add_attributes(rows: list[dict[str, Any]], model: MicroModel, ids: list[int
     candidates = model.cls.candidates
     vocab_ids = candidates.vocab_ids  # sorted: V_c's type ids (the LM's class members)
     at = np.minimum(np.searchsorted(vocab_ids, ids), len(vocab_ids) - 1)
-    for row, w, i in zip(rows, ids, at.tolist(), strict=True):
-        if vocab_ids[i] != w:
+    member = (vocab_ids[at] == np.asarray(ids, dtype=np.int64)).tolist()
+    # whole columns to Python floats at once: the explorer asks for 50 members a class
+    values = np.where(np.isfinite(candidates.values[at]), candidates.values[at], np.nan).tolist()
+    coords = candidates.coords[at]
+    placed = np.isfinite(coords).all(axis=1).tolist()
+    lats, lons = coords[:, 0].tolist(), coords[:, 1].tolist()
+    for k, row in enumerate(rows):
+        if not member[k]:
             continue
-        value, (lat, lon) = candidates.values[i], candidates.coords[i]
-        row["value"] = float(value) if np.isfinite(value) else None
-        if np.isfinite(lat) and np.isfinite(lon):
-            row["lat"], row["lon"] = float(lat), float(lon)
+        row["value"] = values[k] if values[k] == values[k] else None  # NaN → None
+        if placed[k]:
+            row["lat"], row["lon"] = lats[k], lons[k]
 
 
 # A reading below this share of its token's probability is left out of the printed breakdown

@@ -18,6 +18,7 @@ component it is that micro-model (docs/context-micro-models.md).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -144,11 +145,16 @@ class ContextMicroModel:
         return np.exp(self.gate.log_gate(as_rows(H)))
 
     def explain(self, H: Any) -> dict[str, Any]:
-        """The gate at one row (H: (1, D)): each component's weight, largest first."""
+        """The gate at one row (H: (1, D)): each component's weight, largest first, and the
+        factors of a shifted component when there is one."""
         weights = self.gate_weights(H)[0]
         order = np.argsort(-weights, kind="stable")
-        return {"gate": [{"component": self.names[i], "weight": float(weights[i])}
-                         for i in order]}  # fmt: skip
+        out: dict[str, Any] = {"gate": [{"component": self.names[i], "weight": float(weights[i])}
+                                        for i in order]}  # fmt: skip
+        shifted = [c for c in self.components if _reads_h(c)]
+        if shifted:
+            out.update(shifted[0].explain(H))
+        return out
 
     def log_prob(self, ctx: Context, H: Any = None) -> np.ndarray:
         """(B, |V_c|): the mixture at the rows of ``ctx``, whose LM states are H (B, D)."""
@@ -233,13 +239,25 @@ class ContextMicroModel:
         from nslm.micro.shifted import ShiftedMicroModel
 
         components: list[Component] = []
+        # one object per distinct micro-model: the selected one, its restricted parts and its
+        # shifted form then share their P_MM rows in a prediction (see _rows)
+        models: dict[str, MicroModel] = {}
+
+        def model_of(params: dict[str, Any]) -> MicroModel:
+            key = json.dumps(params, sort_keys=True)
+            if key not in models:
+                models[key] = MicroModel.from_json(params, class_data)
+            return models[key]
+
         for k, part in enumerate(data["components"]):
             if "shifted" in part:
                 own = {n[len(f"c{k}.") :]: v for n, v in tensors.items()
                        if n.startswith(f"c{k}.")}  # fmt: skip
-                components.append(ShiftedMicroModel.from_json(part["shifted"], class_data, own))
+                shifted = ShiftedMicroModel.from_json(part["shifted"], class_data, own)
+                shifted.model = model_of(part["shifted"]["model"])
+                components.append(shifted)
                 continue
-            model = MicroModel.from_json(part["model"], class_data)
+            model = model_of(part["model"])
             components.append(Restricted(model, part["restrict"]) if "restrict" in part
                               else model)  # fmt: skip
         gate = GatedMixture.from_saved(data["gate"], tensors)

@@ -172,7 +172,14 @@ class MicroModel:
 
     @property
     def unigram(self) -> np.ndarray:
-        return unigram_log_probs(self.cls, self.unigram_alpha)
+        """log P_uni over V_c (read-only), computed once per α: every row without context
+        and every smoothed row reads it."""
+        cached = getattr(self, "_unigram", None)
+        if cached is None or cached[0] != self.unigram_alpha:
+            table = unigram_log_probs(self.cls, self.unigram_alpha)
+            table.setflags(write=False)
+            cached = self._unigram = (self.unigram_alpha, table)
+        return cached[1]
 
     @property
     def label(self) -> str:

@@ -130,7 +130,12 @@ class ShiftedMicroModel:
         if H is None:
             raise NslmError(f"<{self.cls.name}>'s shifted micro-model needs the LM's states")
         base, bins = self._parts(ctx, base)
-        z = self._z(H)
+        return self._tilt(base, bins, self._z(H))
+
+    def _tilt(self, base: np.ndarray, bins: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """log P_MM + s_bin(h) + t_vbin(h), normalised over V_c, for standardised states z;
+        the last column of each shift is the zero of a row without context or a member
+        without a value."""
         s = np.concatenate([z @ self.A.T + self.a, np.zeros((len(z), 1))], axis=1)
         tilted = base + np.take_along_axis(s, bins, axis=1)
         if len(self.b):
@@ -150,12 +155,17 @@ class ShiftedMicroModel:
 
     def class_log_probs(self, split: Split, H: Any) -> np.ndarray:
         """log P of each target at the class's positions of ``split`` (their states H), in
-        bounded chunks of rows."""
+        bounded chunks of rows. P_MM and the metric bins are computed once per distinct
+        context (rows after the same previous year share them); only the tilt is per row."""
         positions, index = self.cls.positions(split)
         out = np.empty(len(positions))
+        if not len(positions):
+            return out
+        distinct, which = self.cls.context(split, positions, self.context).unique()
+        base, bins = self._parts(distinct)
+        z = self._z(H)
         for chunk in np.array_split(np.arange(len(positions)), max(1, len(positions) // 2048)):
-            ctx = self.cls.context(split, positions[chunk], self.context)
-            rows = self.log_prob(ctx, H[chunk])
+            rows = self._tilt(base[which[chunk]], bins[which[chunk]], z[chunk])
             out[chunk] = rows[np.arange(len(chunk)), index[chunk]]
         return out
 

@@ -270,12 +270,14 @@ class Scorer:
         if len(history) == 0:
             raise ValueError("a history needs at least one token")
         was_training = self.model.training
-        self.model.eval()
+        if was_training:  # a loaded run is in eval mode already: no walk over its modules
+            self.model.eval()
         try:
             x = torch.as_tensor(list(history), dtype=torch.long).unsqueeze(1)
             h, _ = self.model.features(x, None)
         finally:
-            self.model.train(was_training)
+            if was_training:
+                self.model.train()
         return h[-1:].reshape(1, -1).float()
 
     def time_eval(self, split: Split, micro: dict[str, MicroModel], lam: float) -> dict:
