@@ -49,7 +49,7 @@ def json_text(value: Any, *, indent: int | None = 1) -> str:
     """Strict JSON text of ``value`` under :func:`json_ready`'s policy."""
     try:  # most values hold no NaN or inf: one pass in C, no walk in Python first
         return json.dumps(value, indent=indent, allow_nan=False)
-    except ValueError:  # a non-finite float somewhere (or numpy scalars json_ready keeps)
+    except ValueError:  # a non-finite float somewhere: write those as null
         return json.dumps(json_ready(value), indent=indent, allow_nan=False)
 
 
