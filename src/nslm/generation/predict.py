@@ -207,14 +207,14 @@ def _add_attributes(rows: list[dict[str, Any]], model: MicroModel, ids: list[int
     at = np.minimum(np.searchsorted(vocab_ids, ids), len(vocab_ids) - 1)
     member = (vocab_ids[at] == np.asarray(ids, dtype=np.int64)).tolist()
     # whole columns to Python floats at once: the explorer asks for 50 members a class
-    values = np.where(np.isfinite(candidates.values[at]), candidates.values[at], np.nan).tolist()
+    values = candidates.values[at].tolist()
     coords = candidates.coords[at]
     placed = np.isfinite(coords).all(axis=1).tolist()
     lats, lons = coords[:, 0].tolist(), coords[:, 1].tolist()
     for k, row in enumerate(rows):
         if not member[k]:
             continue
-        row["value"] = values[k] if values[k] == values[k] else None  # NaN → None
+        row["value"] = values[k] if math.isfinite(values[k]) else None
         if placed[k]:
             row["lat"], row["lon"] = lats[k], lons[k]
 

@@ -104,7 +104,7 @@ def fit_run_context(
                 )
                 shifted.fit(corpus.train, H_train, corpus.valid, H_valid)
                 nll = float(-shifted.class_log_probs(corpus.valid, H_valid).mean())
-                if nll < tried.get("shifted", np.inf):
+                if "shifted" not in models or nll < tried["shifted"]:
                     tried["shifted"], models["shifted"] = nll, shifted
             shifted = models["shifted"]
             # the gate again, with the shifted model in the selected cell's place: h then
