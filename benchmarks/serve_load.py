@@ -8,8 +8,9 @@ core by default), waits until it answers, then sends
 ``--requests`` POSTs to ``/api/runs/NAME/predict`` from ``--concurrency`` client threads,
 each with a different prompt (the opening words of WikiText-2 valid lines, so the server's
 cache never answers) and ``k = 10``. Writes benchmarks/results/serve_load.json: requests,
-concurrency, errors, p50_ms, p95_ms (and the mean, max, requests per second), run,
-command, date. Only 127.0.0.1 is ever contacted.
+concurrency, errors, p50_ms, p95_ms (and the mean, max, requests per second, and the CPU
+the server's processes and this client spent per request), run, command, date. Only
+127.0.0.1 is ever contacted.
 """
 
 from __future__ import annotations
@@ -58,6 +59,22 @@ def prompts(n: int, words: int = 12) -> list[str]:
         if len(out) == n:
             return out
     raise SystemExit(f"only {len(out)} distinct prompts in WikiText-2 valid")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of process ``pid`` and every process below it (uvicorn's workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:  # exited meanwhile
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        todo += [int(c) for c in children]
+    return total
 
 
 def wait_until_up(url: str, proc: subprocess.Popen, seconds: float = 300) -> None:
@@ -116,10 +133,13 @@ def main() -> None:
         url = f"{base}/api/runs/{args.run.name}/predict"
         for i in range(4 * args.workers):  # each process's first calls build caches
             one_request(url, f"warm up {i}")
+        server_cpu, client_cpu = cpu_seconds(server.pid), time.process_time()
         started = time.perf_counter()
         with ThreadPoolExecutor(args.concurrency) as pool:
             results = list(pool.map(lambda p: one_request(url, p), texts))
         wall = time.perf_counter() - started
+        server_cpu = cpu_seconds(server.pid) - server_cpu
+        client_cpu = time.process_time() - client_cpu
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -135,6 +155,9 @@ def main() -> None:
         "mean_ms": float(ms.mean()),
         "max_ms": float(ms.max()),
         "requests_per_s": args.requests / wall,
+        # where the two cores went: the server's processes and this client, per request
+        "server_cpu_ms_per_request": 1000.0 * server_cpu / args.requests,
+        "client_cpu_ms_per_request": 1000.0 * client_cpu / args.requests,
         "run": str(args.run),
         "command": "python " + shlex.join(sys.argv),
         "date": today(),

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from helpers import served
 from nslm.cli import main
+from nslm.errors import NslmError
 from nslm.pages.explorer import Limits, RunView
 from nslm.pages.server import create_app
 
@@ -150,3 +152,19 @@ def test_two_worker_processes_serve_the_same_runs(tiny_byte_run: Path) -> None:
 
 def test_serve_needs_runs() -> None:
     assert main(["serve", "/nonexistent/run"]) == 2
+
+
+def test_concurrent_predictions_are_computed_together_and_each_answered(tiny_nslm_run) -> None:
+    prompts = [f"In {1900 + i} , the city of" for i in range(24)] + ["   "]
+    alone = RunView("alone", tiny_nslm_run)
+    want = {p: alone.predict(p, 5, 10) for p in prompts[:-1]}
+    view = RunView("together", tiny_nslm_run)
+    with ThreadPoolExecutor(8) as pool:
+        futures = {p: pool.submit(view.predict, p, 5, 10) for p in prompts}
+    with pytest.raises(NslmError, match="empty"):  # the bad prompt fails alone
+        futures["   "].result()
+    for p in prompts[:-1]:
+        got = futures[p].result()
+        assert [t["token"] for t in got["nslm"]] == [t["token"] for t in want[p]["nslm"]]
+        assert got["nslm"][0]["p"] == pytest.approx(want[p]["nslm"][0]["p"], rel=1e-5)
+    assert sum(view._predictions.batch_sizes) >= len(prompts)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from nslm.errors import NslmError
 from nslm.micro.classdata import builtin_class
 from nslm.micro.context_model import ContextMicroModel
-from nslm.micro.gated import GatedMixture, Restricted
+from nslm.micro.gated import Z_LIMIT, GatedMixture, Restricted
 from nslm.micro.model import MicroModel
 from nslm.micro.shifted import ShiftedMicroModel
 from test_context_model import sign_features, split_features
@@ -92,7 +92,7 @@ def test_a_state_with_the_era_is_learnt_by_the_value_bins_alone(years) -> None:
     again = ShiftedMicroModel.from_json(model.to_json(), year, model.tensors())
     np.testing.assert_allclose(again.log_prob_targets(valid, H), shifted, atol=1e-4,
                                equal_nan=True)  # fmt: skip
-    assert {row["bin"] for row in again.explain(H[:1])["value_shift"]} == set(
+    assert {row["bin"] for row in again.explain(H[:1])[0]["value_shift"]} == set(
         model.value_bin_names()
     )
 
@@ -119,8 +119,26 @@ def test_a_gate_over_a_shifted_component_pinned_to_it_is_that_model(years) -> No
     assert again.names == mixture.names
     # one micro-model object behind the shift and the restricted part: scored once
     assert again.components[0].model is again.components[1].model
-    shown = again.explain(H[:1])
+    shown = again.explain(H[:1])[0]
     assert shown["gate"][0]["weight"] == 1.0 and len(shown["shift"]) == len(shifted.a)
     np.testing.assert_allclose(again.log_prob_targets(corpus.valid, H),
                                mixture.log_prob_targets(corpus.valid, H), atol=1e-4,
                                equal_nan=True)  # fmt: skip
+
+
+def test_a_state_far_outside_the_train_rows_moves_the_shift_a_bounded_amount(years) -> None:
+    # a unit that barely moved on the train rows (scale 1e-5) once read a new prompt's
+    # state as z = 10^4 and tilted a <range> by e^8000 (an infinite factor in the explorer)
+    corpus, year, plain = years
+    model = ShiftedMicroModel(plain, dim=2, value_bins=0)
+    rng = np.random.default_rng(0)
+    model.A, model.a = rng.normal(size=model.A.shape), np.zeros(len(model.a))
+    model.mean, model.scale = np.zeros(2), np.array([1e-5, 1.0])
+    far = np.array([[0.2, 0.0]])
+    assert np.abs(model.shifts(far)).max() <= Z_LIMIT * np.abs(model.A).max() + 1e-9
+    factors = [row["factor"] for row in model.explain(far)[0]["shift"]]
+    assert np.isfinite(factors).all() and max(factors) > 1.0
+    positions, _ = year.positions(corpus.valid)
+    ctx = year.context(corpus.valid, positions[:5], model.context)
+    rows = model.log_prob(ctx, np.repeat(far, 5, axis=0))
+    np.testing.assert_allclose(np.exp(rows).sum(axis=1), 1.0, atol=1e-9)

@@ -79,7 +79,8 @@ def demo_command(config: Path | None, run_dir: Path, prompt: str | None, fresh: 
     from nslm.cli.train import _ensure_passive_openmp
     from nslm.config import class_rules_of, load_config
     from nslm.data import prepare_corpus
-    from nslm.generation.predict import DEFAULT_PROMPT, predict, render
+    from nslm.generation.predict import DEFAULT_PROMPT, predict
+    from nslm.generation.predict_text import render
     from nslm.runs.load import load_run
     from nslm.runs.micro import fit_run_micro, load_run_micro, write_run_micro
     from nslm.training.loop import train

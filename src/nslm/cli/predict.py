@@ -39,7 +39,8 @@ def predict_command(run: Path, prompt: str, k: int, lam: float | None, micro_kin
     class also shows the gate's weights: which micro-model the context chose.
     """
     from nslm.config import total_threads
-    from nslm.generation.predict import predict, render
+    from nslm.generation.predict import predict
+    from nslm.generation.predict_text import render
     from nslm.runs.assets import saved_global_lambda
     from nslm.runs.context_micro import run_micro_models
     from nslm.runs.load import load_run

@@ -13,6 +13,8 @@ of the corpus; otherwise ``<convert>`` falls back to its class unigram.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,9 +35,14 @@ from nslm.scores.passes import Scorer
 DEFAULT_PROMPT = "William the Conqueror won the Battle of Hastings in 1066 , and died in"
 
 
-def prompt_split(loaded: LoadedRun, prompt: str) -> tuple[Split, list[str]]:
-    """The prompt as a one-article :class:`Split`, plus one slot for the token to predict."""
+def prompt_split(
+    loaded: LoadedRun, prompt: str, unit_map: dict | None = None
+) -> tuple[Split, list[str]]:
+    """The prompt as a one-article :class:`Split`, plus one slot for the token to predict
+    (``unit_map``: the corpus's conversions, when the caller has read them already)."""
     corpus, cfg = loaded.corpus, loaded.cfg
+    if unit_map is None:
+        unit_map = unit_map_from_json(corpus.meta.get("unit_map", {}))
     if not prompt.strip():
         raise NslmError("the prompt is empty")
     tagged = tag_lines([" " + prompt + " "], cfg.classes, class_rules_of(cfg))
@@ -47,7 +54,7 @@ def prompt_split(loaded: LoadedRun, prompt: str) -> tuple[Split, list[str]]:
     ids = np.array([stoi.get(t, unk) for t in tokens] + [unk], dtype=np.int32)
     rule = np.array([corpus.class_names.index(c) for c in classes] + [0], dtype=np.int16)
     convert = np.full((n, MAX_TARGET_UNITS), math.nan)  # only the next slot is ever scored
-    convert[-1] = pending_conversion(tokens, unit_map_from_json(corpus.meta.get("unit_map", {})))
+    convert[-1] = pending_conversion(tokens, unit_map)
     split = Split(
         name="prompt",
         token_ids=ids,
@@ -67,36 +74,72 @@ def oov_words(loaded: LoadedRun, tokens: list[str]) -> list[str]:
     return list(dict.fromkeys(t for t in tokens if t not in stoi))
 
 
+@dataclass
+class PromptBatch:
+    """Several prompts as one :class:`Split`, one article each (so no micro-model context
+    crosses from one prompt into the next), each followed by its next slot."""
+
+    split: Split
+    tokens: list[list[str]]  # each prompt's prepared tokens
+    slots: np.ndarray  # where each prompt's next slot is in ``split``
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+def prompt_batch(loaded: LoadedRun, prompts: Sequence[str]) -> PromptBatch:
+    """:func:`prompt_split` of every prompt, joined."""
+    unit_map = unit_map_from_json(loaded.corpus.meta.get("unit_map", {}))
+    parts = [prompt_split(loaded, p, unit_map) for p in prompts]
+    splits = [s for s, _ in parts]
+    joined = Split(
+        name="prompts",
+        token_ids=np.concatenate([s.token_ids for s in splits]),
+        rule_class_ids=np.concatenate([s.rule_class_ids for s in splits]),
+        values=np.concatenate([s.values for s in splits]),
+        coords=np.concatenate([s.coords for s in splits]),
+        convert_targets=np.concatenate([s.convert_targets for s in splits]),
+        article_ids=np.repeat(np.arange(len(splits), dtype=np.int32), [len(s) for s in splits]),
+        unk_id=splits[0].unk_id,
+    )
+    slots = np.cumsum([len(s) for s in splits]) - 1
+    return PromptBatch(joined, [t for _, t in parts], slots)
+
+
 def micro_contexts(
-    micro: dict[str, MicroModel], split: Split, tokens: list[str], last: torch.Tensor
-) -> tuple[dict[str, np.ndarray], dict[str, str | None]]:
-    """Each micro-model's log P_MM over V_c at the slot after the prompt (``last``: the LM's
-    state there, read by context-aware ones), and the context w_prev^(c) it used, as text
-    (None: no previous token of its class, the unigram)."""
-    nxt = np.array([len(split) - 1])
-    rows, contexts = {}, {}
-    pending = quantity_before(tokens, len(tokens))  # what <convert>'s context shows
+    micro: dict[str, MicroModel], batch: PromptBatch, last: torch.Tensor
+) -> tuple[dict[str, np.ndarray], list[dict[str, str | None]]]:
+    """Each micro-model's log P_MM over V_c at every prompt's next slot, (B, |V_c|) (``last``:
+    the LM's states there, read by context-aware ones), and per prompt the context
+    w_prev^(c) each used, as text (None: no previous token of its class, the unigram)."""
+    rows: dict[str, np.ndarray] = {}
+    contexts: list[dict[str, str | None]] = [{} for _ in range(len(batch))]
+    text = [t for tokens in batch.tokens for t in (*tokens, "")]  # the split's tokens
+    pending = [quantity_before(tokens, len(tokens)) for tokens in batch.tokens]  # <convert>'s
     for name, mm in micro.items():
-        ctx = mm.cls.context(split, nxt, mm.context)
+        ctx = mm.cls.context(batch.split, batch.slots, mm.context)
         rows[name] = mm.log_prob(ctx, last)
-        p = int(ctx.prev_index[0])
-        contexts[name] = tokens[p] if p >= 0 else None
-        if "convert_target" in mm.metric.needs:
-            has = pending is not None and bool(np.isfinite(ctx.convert_target).any())
-            contexts[name] = f"{pending[0]:g} {pending[1].name}" if has else None
+        converts = "convert_target" in mm.metric.needs
+        for i, p in enumerate(ctx.prev_index.tolist()):
+            contexts[i][name] = text[p] if p >= 0 else None
+            if converts:
+                has = pending[i] is not None and bool(np.isfinite(ctx.convert_target[i]).any())
+                contexts[i][name] = f"{pending[i][0]:g} {pending[i][1].name}" if has else None
     return rows, contexts
 
 
 @torch.no_grad()
-def nnlm_next(loaded: LoadedRun, scorer: Scorer, split: Split) -> tuple[torch.Tensor, np.ndarray]:
-    """The backbone state after reading the prompt ``split`` from <eos>, (1, D), and log
-    P_NNLM of every type as the next token, (V,) float64."""
-    ids = [loaded.corpus.vocab.stoi[EOS], *split.token_ids[:-1].tolist()]
-    last = scorer.last_features(ids)
-    return last, loaded.model.heads["nnlm"].log_dist(last)[0].double().numpy()
+def nnlm_next(loaded: LoadedRun, scorer: Scorer, batch: PromptBatch
+              ) -> tuple[torch.Tensor, np.ndarray]:  # fmt: skip
+    """The backbone states after reading each prompt from <eos>, (B, D), and log P_NNLM of
+    every type as each one's next token, (B, V) float64: one backbone pass for the batch."""
+    eos, ids = loaded.corpus.vocab.stoi[EOS], batch.split.token_ids
+    starts = np.concatenate([[0], batch.slots[:-1] + 1])
+    histories = [[eos, *ids[a:b].tolist()] for a, b in zip(starts, batch.slots, strict=True)]
+    last = scorer.last_states(histories)
+    return last, loaded.model.heads["nnlm"].log_dist(last).double().numpy()
 
 
-@torch.no_grad()
 def predict(
     loaded: LoadedRun,
     micro: dict[str, MicroModel],
@@ -112,74 +155,108 @@ def predict(
     likeliest members with P(w | c), and for a class with a micro-model each member's value
     and coordinates (a chart of years, a map of places).
     """
-    corpus = loaded.corpus
-    split, tokens = prompt_split(loaded, prompt)
-    scorer = loaded.scorer()
-    last, nnlm = nnlm_next(loaded, scorer, split)
-    rows, contexts = micro_contexts(micro, split, tokens, last)
-    full = scorer.distribution(last, micro, corpus.class_names, rows)
-    nslm = ensemble_log_probs(nnlm, full.marginal()[0], lam)
-    itos = corpus.vocab.itos
+    return predict_many(loaded, micro, [prompt], k=k, lam=lam, n_within=n_within)[0]
 
-    def breakdown(w: int) -> list[dict[str, Any]]:
+
+@torch.no_grad()
+def predict_many(
+    loaded: LoadedRun,
+    micro: dict[str, MicroModel],
+    prompts: Sequence[str],
+    *,
+    k: int = 10,
+    lam: float = 0.0,
+    n_within: int = 3,
+) -> list[dict[str, Any]]:
+    """:func:`predict` of several prompts at once: one backbone pass, one call of each
+    micro-model and one full distribution for all of them (the explorer's concurrent
+    requests)."""
+    corpus = loaded.corpus
+    batch = prompt_batch(loaded, prompts)
+    scorer = loaded.scorer()
+    last, nnlm = nnlm_next(loaded, scorer, batch)
+    rows, contexts = micro_contexts(micro, batch, last)
+    full = scorer.distribution(last, micro, corpus.class_names, rows)
+    nslm = ensemble_log_probs(nnlm, full.marginal(), lam)
+    itos, names = corpus.vocab.itos, corpus.class_names
+
+    def breakdown(row: int, w: int) -> list[dict[str, Any]]:
         parts = []
-        for r in full.readings(0, w):
+        for r in full.readings(row, w):
             if r.cls == 0:
                 parts.append({"as": "word", "p": math.exp(r.log_prob)})
                 continue
-            name = corpus.class_names[r.cls]
             parts.append(
                 {
-                    "as": f"<{name}>",
+                    "as": f"<{names[r.cls]}>",
                     "p_class": math.exp(r.log_class),
                     "p_in_class": math.exp(r.log_within),
                     "p": math.exp(r.log_prob),
                     "model": full.source[r.cls],
-                    "context": contexts.get(name),
+                    "context": contexts[row].get(names[r.cls]),
                 }
             )
         return sorted(parts, key=lambda d: -d["p"])
 
-    def top(logp: np.ndarray) -> list[int]:
-        return top_indices(logp, k).tolist()
+    def classes() -> list[list[dict[str, Any]]]:
+        """Per row, each tagged class's P(c | h), context and likeliest members: a class at a
+        time, so that its attributes and a context micro-model's explanation (the gate, the
+        shifts) are computed for every row at once."""
+        out: list[list[dict[str, Any]]] = [[] for _ in prompts]
+        tagged = np.isfinite(full.tag)
+        for c in np.flatnonzero(tagged.any(axis=0)).tolist():
+            name, (ids, logp) = names[c], full.within[c]
+            mm = micro.get(name)
+            explained = mm.explain(last) if mm is not None and mm.needs_features else None
+            shown, shown_ids = [], []
+            for row in np.flatnonzero(tagged[:, c]).tolist():
+                best = top_indices(logp[row], n_within)
+                members, p_in = ids[best].tolist(), np.exp(logp[row, best]).tolist()
+                inside = [{"token": itos[w], "p_in_class": p}
+                          for w, p in zip(members, p_in, strict=True)]  # fmt: skip
+                entry = {
+                    "class": f"<{name}>",
+                    "p_class": math.exp(full.tag[row, c]),
+                    "model": full.source[c],
+                    "context": contexts[row].get(name),
+                    "top": inside,
+                }
+                entry.update(explained[row] if explained else {})
+                out[row].append(entry)
+                shown += inside
+                shown_ids += members
+            if mm is not None:
+                _add_attributes(shown, mm, shown_ids)
+        return [sorted(entries, key=lambda d: -d["p_class"]) for entries in out]
 
-    tags = full.tag[0]
-    classes = []
-    for c in np.flatnonzero(np.isfinite(tags)).tolist():
-        name = corpus.class_names[c]
-        ids, logp = full.within[c]
-        best = top_indices(logp[0], n_within)
-        inside = [{"token": itos[ids[i]], "p_in_class": math.exp(logp[0, i])} for i in best]
-        entry = {
-            "class": f"<{name}>",
-            "p_class": math.exp(tags[c]),
-            "model": full.source[c],
-            "context": contexts.get(name),
-            "top": inside,
-        }
-        if name in micro:
-            _add_attributes(inside, micro[name], [int(ids[i]) for i in best])
-            entry.update(_explain(micro[name], last))
-        classes.append(entry)
-    classes.sort(key=lambda d: -d["p_class"])
-    return {
-        "prompt": prompt,
-        "tokens": tokens,
-        "oov": oov_words(loaded, tokens),
-        "lambda": lam,
-        "nnlm": [{"token": itos[w], "p": math.exp(nnlm[w])} for w in top(nnlm)],
-        "nslm": [
+    per_class = classes()
+    results = []
+    for row, (prompt, tokens) in enumerate(zip(prompts, batch.tokens, strict=True)):
+        p_nnlm, p_nslm = nnlm[row], nslm[row]
+        top_nnlm = [
+            {"token": itos[w], "p": math.exp(p_nnlm[w])} for w in top_indices(p_nnlm, k).tolist()
+        ]
+        results.append(
             {
-                "token": itos[w],
-                "p": math.exp(nslm[w]),
-                "p_nnlm": math.exp(nnlm[w]),
-                "breakdown": breakdown(w),
+                "prompt": prompt,
+                "tokens": tokens,
+                "oov": oov_words(loaded, tokens),
+                "lambda": lam,
+                "nnlm": top_nnlm,
+                "nslm": [
+                    {
+                        "token": itos[w],
+                        "p": math.exp(p_nslm[w]),
+                        "p_nnlm": math.exp(p_nnlm[w]),
+                        "breakdown": breakdown(row, w),
+                    }
+                    for w in top_indices(p_nslm, k).tolist()
+                ],
+                "classes": per_class[row],
+                "sums": {"nnlm": float(np.exp(p_nnlm).sum()), "nslm": float(np.exp(p_nslm).sum())},
             }
-            for w in top(nslm)
-        ],
-        "classes": classes,
-        "sums": {"nnlm": float(np.exp(nnlm).sum()), "nslm": float(np.exp(nslm).sum())},
-    }
+        )
+    return results
 
 
 def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
@@ -191,13 +268,6 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     cut = np.partition(scores, len(scores) - k)[len(scores) - k]  # the k-th largest value
     candidates = np.flatnonzero(scores >= cut)  # ties at the cut included, in index order
     return candidates[np.argsort(-scores[candidates], kind="stable")][:k]
-
-
-def _explain(model: MicroModel, last: torch.Tensor) -> dict[str, Any]:
-    """What a context-aware micro-model did with the prompt's state: a mixture's gate
-    weights, largest first, or a shifted model's factor per metric bin; nothing for a plain
-    micro-model."""
-    return model.explain(last) if model.needs_features else {}
 
 
 def _add_attributes(rows: list[dict[str, Any]], model: MicroModel, ids: list[int]) -> None:
@@ -217,52 +287,3 @@ def _add_attributes(rows: list[dict[str, Any]], model: MicroModel, ids: list[int
         row["value"] = values[k] if math.isfinite(values[k]) else None
         if placed[k]:
             row["lat"], row["lon"] = lats[k], lons[k]
-
-
-# A reading below this share of its token's probability is left out of the printed breakdown
-# (every year is also a possible <range>, at a tiny probability: that line helps nobody).
-SHOWN_SHARE = 0.01
-WIDTH = 80
-
-
-def render(result: dict[str, Any]) -> str:
-    """The prediction as text in 80 columns: two top-k lists, then P(class) × P_MM per class."""
-    lines = [f"prompt: {' '.join(result['tokens'])}"]
-    if result.get("oov"):
-        lines.append(f"not in the vocabulary, read as <unk>: {', '.join(result['oov'])}")
-    lam = result["lambda"]
-    mix = "Eq. 4 alone" if lam == 0 else f"{lam:.2f}·NNLM + {1 - lam:.2f}·Eq. 4 (Global λ)"
-    lines += ["", f"{'NNLM':<22}  NSLM = {mix}"]
-    for i, item in enumerate(result["nslm"]):
-        left = result["nnlm"][i] if i < len(result["nnlm"]) else None
-        ltxt = f"{left['token'][:14]:<14} {left['p']:.4f}" if left else ""
-        shown = [p for p in item["breakdown"] if p["p"] >= SHOWN_SHARE * item["p"]]
-        why = "; ".join(_part(p) for p in shown[:1])
-        line = f"{ltxt:<22}  {item['token'][:14]:<14} {item['p']:.4f}  {why}"
-        lines.append(line[:WIDTH])
-    lines += ["", "P(class | h), its micro-model [metric+PDF, previous class token], best 3:"]
-    for d in result["classes"]:
-        if d["model"] == "neural":
-            how = "neural"  # the model's within-class softmax (Eq. 3): no micro-model context
-        else:
-            prev = f"prev {d['context']}" if d["context"] else "no prev: unigram"
-            how = f"{d['model']}, {prev}"
-        lines.append(f"  {d['class']:<10} {d['p_class']:.4f}  [{how}]"[:WIDTH])
-        best = "  ".join(f"{t['token'][:16]} {t['p_in_class']:.3f}" for t in d["top"])
-        lines.append(f"      {best}"[:WIDTH])
-        if d.get("gate"):  # a context-aware micro-model: the components the context chose
-            gate = "  ".join(f"{g['component']} {g['weight']:.2f}" for g in d["gate"][:3])
-            lines.append(f"      gate: {gate}"[:WIDTH])
-        if d.get("shift"):  # a shifted one: the metric bins the context favoured
-            shift = "  ".join(f"{g['bin']} ×{g['factor']:.2f}" for g in d["shift"][:2])
-            lines.append(f"      shift: {shift}"[:WIDTH])
-        if d.get("value_shift"):  # and the value bins (an era or a magnitude) it favoured
-            shift = "  ".join(f"{g['bin']} ×{g['factor']:.2f}" for g in d["value_shift"][:2])
-            lines.append(f"      value: {shift}"[:WIDTH])
-    return "\n".join(lines)
-
-
-def _part(p: dict[str, Any]) -> str:
-    if p["as"] == "word":
-        return "as a word"
-    return f"= {p['as']} {p['p_class']:.3f} × {p['p_in_class']:.3f}"

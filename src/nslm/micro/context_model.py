@@ -144,16 +144,19 @@ class ContextMicroModel:
         """g(h) (B, K) at rows with LM states H (B, D): which component the context chose."""
         return np.exp(self.gate.log_gate(as_rows(H)))
 
-    def explain(self, H: Any) -> dict[str, Any]:
-        """The gate at one row (H: (1, D)): each component's weight, largest first, and the
+    def explain(self, H: Any) -> list[dict[str, Any]]:
+        """The gate at each row of H (B, D): each component's weight, largest first, and the
         factors of a shifted component when there is one."""
-        weights = self.gate_weights(H)[0]
-        order = np.argsort(-weights, kind="stable")
-        out: dict[str, Any] = {"gate": [{"component": self.names[i], "weight": float(weights[i])}
-                                        for i in order]}  # fmt: skip
+        weights, names = self.gate_weights(H), self.names
+        order = np.argsort(-weights, axis=1, kind="stable")
+        ranked = np.take_along_axis(weights, order, axis=1).tolist()
+        out = [{"gate": [{"component": names[i], "weight": w}
+                         for i, w in zip(o, ws, strict=True)]}
+               for o, ws in zip(order.tolist(), ranked, strict=True)]  # fmt: skip
         shifted = [c for c in self.components if _reads_h(c)]
         if shifted:
-            out.update(shifted[0].explain(H))
+            for row, factors in zip(out, shifted[0].explain(H), strict=True):
+                row.update(factors)
         return out
 
     def log_prob(self, ctx: Context, H: Any = None) -> np.ndarray:

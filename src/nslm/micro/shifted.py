@@ -34,7 +34,7 @@ import torch
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.micro.context import Context
-from nslm.micro.gated import as_rows, compares_with_context, standard_scale
+from nslm.micro.gated import as_rows, compares_with_context, standard_scale, standardise
 from nslm.micro.logspace import log_normalise
 from nslm.micro.model import MicroModel, metric_matrix
 
@@ -113,7 +113,7 @@ class ShiftedMicroModel:
         return base, bins
 
     def _z(self, H: Any) -> np.ndarray:
-        return (as_rows(H) - self.mean) / self.scale
+        return standardise(H, self.mean, self.scale)
 
     def shifts(self, H: Any) -> np.ndarray:
         """s(h) (B, metric bins) for LM states H (B, D)."""
@@ -169,15 +169,17 @@ class ShiftedMicroModel:
             out[chunk] = rows[np.arange(len(chunk)), index[chunk]]
         return out
 
-    def explain(self, H: Any) -> dict[str, Any]:
-        """What the state did at one row: each bin's factor exp(s_b(h)) (metric bins, then
-        value bins), largest first."""
-        out = []
-        for s, names in ((self.shifts(H)[0], self.bin_names()),
-                         (self.value_shifts(H)[0], self.value_bin_names())):  # fmt: skip
-            order = np.argsort(-s, kind="stable")
-            out.append([{"bin": names[i], "factor": float(np.exp(s[i]))} for i in order])
-        return {"shift": out[0], "value_shift": out[1]}
+    def explain(self, H: Any) -> list[dict[str, Any]]:
+        """What the state did at each row of H (B, D): each bin's factor exp(s_b(h)) (metric
+        bins, then value bins), largest first."""
+        z, parts = self._z(H), []
+        for s, names in ((z @ self.A.T + self.a, self.bin_names()),
+                         (z @ self.B.T + self.b, self.value_bin_names())):  # fmt: skip
+            order = np.argsort(-s, axis=1, kind="stable")
+            factors = np.exp(np.take_along_axis(s, order, axis=1)).tolist()
+            parts.append([[{"bin": names[i], "factor": f} for i, f in zip(o, fs, strict=True)]
+                          for o, fs in zip(order.tolist(), factors, strict=True)])  # fmt: skip
+        return [{"shift": a, "value_shift": b} for a, b in zip(*parts, strict=True)]
 
     # -- fitting -----------------------------------------------------------------------------
 

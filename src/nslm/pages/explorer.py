@@ -13,14 +13,16 @@ A :class:`RunView` loads a run once at start-up and answers:
 - ``sentiment`` (byte LM with ``nslm probe sentiment``): P(positive) of the probe saved on
   SST-2 and the verdict of its single best neuron.
 
-Calls on one run are serialised (one model, two cores); identical predictions come from a
-small cache, since a prediction is a pure function of the prompt.
+Calls on one run are serialised (one model, two cores); concurrent predictions are computed
+together in one pass (:class:`~nslm.pages.coalesce.Coalescer`), and identical ones come
+from a small cache, since a prediction is a pure function of the prompt.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ import numpy as np
 
 from nslm.errors import NslmError
 from nslm.generation.sampling import Sampler, SamplingConfig
+from nslm.pages.coalesce import Coalescer
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class RunView:
                 self.kind = "word"
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, dict] = OrderedDict()
+        self._predictions = Coalescer(self._predict_many)
         self._sentiment = self._load_sentiment() if self.kind == "byte" else None
 
     def describe(self) -> dict[str, Any]:
@@ -98,22 +102,47 @@ class RunView:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-            result = self._predict(prompt, k, within)
-            self._cache[key] = result
-            if len(self._cache) > 256:
-                self._cache.popitem(last=False)
-            return result
+        return self._predictions(key)
 
-    def _predict(self, prompt: str, k: int, within: int) -> dict[str, Any]:
-        from nslm.generation.predict import nnlm_next, predict, prompt_split, top_indices
+    def _predict_many(self, keys: Sequence[tuple[str, int, int]]) -> list[dict | Exception]:
+        """The predictions of concurrent requests (see :class:`Coalescer`): those asking the
+        same k and within in one pass; a prompt that fails fails alone."""
+        out: dict[int, dict | Exception] = {}
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, (_, k, within) in enumerate(keys):
+            groups.setdefault((k, within), []).append(i)
+        with self._lock:
+            for (k, within), rows in groups.items():
+                try:
+                    got = self._predict([keys[i][0] for i in rows], k, within)
+                except Exception:  # a bad prompt in the group: each alone, so it fails alone
+                    got = [self._predict_alone(keys[i][0], k, within) for i in rows]
+                out.update(zip(rows, got, strict=True))
+            for i, result in out.items():
+                if not isinstance(result, Exception):
+                    self._cache[keys[i]] = result
+            while len(self._cache) > 256:
+                self._cache.popitem(last=False)
+        return [out[i] for i in range(len(keys))]
+
+    def _predict_alone(self, prompt: str, k: int, within: int) -> dict | Exception:
+        try:
+            return self._predict([prompt], k, within)[0]
+        except Exception as exc:  # answered to its own request
+            return exc
+
+    def _predict(self, prompts: list[str], k: int, within: int) -> list[dict[str, Any]]:
+        from nslm.generation.predict import nnlm_next, predict_many, prompt_batch, top_indices
 
         if self.kind == "nslm":
-            return predict(self.loaded, self.micro, prompt, k=k, lam=self.lam, n_within=within)
-        split, _ = prompt_split(self.loaded, prompt)
-        _, logp = nnlm_next(self.loaded, self.loaded.scorer(), split)
+            return predict_many(self.loaded, self.micro, prompts, k=k, lam=self.lam,
+                                n_within=within)  # fmt: skip
+        _, logp = nnlm_next(self.loaded, self.loaded.scorer(), prompt_batch(self.loaded, prompts))
         itos = self.loaded.corpus.vocab.itos
-        nnlm = [{"token": itos[w], "p": float(np.exp(logp[w]))} for w in top_indices(logp, k)]
-        return {"prompt": prompt, "nnlm": nnlm, "nslm": [], "classes": []}
+        return [{"prompt": prompt, "nnlm": [{"token": itos[w], "p": float(np.exp(row[w]))}
+                                            for w in top_indices(row, k)],
+                 "nslm": [], "classes": []}
+                for prompt, row in zip(prompts, logp, strict=True)]  # fmt: skip
 
     # -- generation ----------------------------------------------------------------------------
 

@@ -267,18 +267,29 @@ class Scorer:
     @torch.no_grad()
     def last_features(self, history: Sequence[int]) -> Tensor:
         """The backbone state after reading ``history`` (type ids) from a fresh state: (1, D)."""
-        if len(history) == 0:
+        return self.last_states([history])
+
+    @torch.no_grad()
+    def last_states(self, histories: Sequence[Sequence[int]]) -> Tensor:
+        """The backbone state after reading each history from a fresh state: (B, D), in one
+        pass. Shorter histories are padded at the end, which the causal backbone never
+        reads back: each row is taken at its own history's last token."""
+        lengths = [len(h) for h in histories]
+        if not lengths or min(lengths) == 0:
             raise ValueError("a history needs at least one token")
+        x = torch.zeros(max(lengths), len(histories), dtype=torch.long)
+        for b, history in enumerate(histories):
+            x[: lengths[b], b] = torch.as_tensor(list(history), dtype=torch.long)
         was_training = self.model.training
         if was_training:  # a loaded run is in eval mode already: no walk over its modules
             self.model.eval()
         try:
-            x = torch.as_tensor(list(history), dtype=torch.long).unsqueeze(1)
             h, _ = self.model.features(x, None)
         finally:
             if was_training:
                 self.model.train()
-        return h[-1:].reshape(1, -1).float()
+        ends = torch.as_tensor(lengths) - 1
+        return h.reshape(max(lengths), len(histories), -1)[ends, torch.arange(len(lengths))].float()
 
     def time_eval(self, split: Split, micro: dict[str, MicroModel], lam: float) -> dict:
         """Wall time of an NNLM-only evaluation and of the NSLM evaluations, side by side.
