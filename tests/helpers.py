@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import lzma
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -183,6 +184,23 @@ def make_years_corpus(directory: Path, train: str = YEARS_TRAIN, other: str = YE
     (directory / "train.txt").write_text(train, encoding="utf-8")
     for split in ("valid", "test"):
         (directory / f"{split}.txt").write_text(other, encoding="utf-8")
+    return directory
+
+
+# A tiny POS-tagged corpus (``tagged:DIR``): DET NOUN VERB DET NOUN . sentences
+# (test_word_pos_cli.py, the robustness battery)
+LEXICON = {"DET": ["the", "a"], "NOUN": ["dog", "cat", "house", "idea", "Tree"],
+           "VERB": ["runs", "sees", "likes", "walking"], ".": ["."]}  # fmt: skip
+
+
+def make_tagged_corpus(directory: Path, sizes: tuple[int, int, int] = (120, 20, 20)) -> Path:
+    """train/valid/test.txt of ``word/TAG`` sentences, one a line (seeded)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(0)
+    tags = ["DET", "NOUN", "VERB", "DET", "NOUN", "."]
+    for name, n in zip(("train", "valid", "test"), sizes, strict=True):
+        lines = [" ".join(f"{rng.choice(LEXICON[t])}/{t}" for t in tags) for _ in range(n)]
+        (directory / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return directory
 
 

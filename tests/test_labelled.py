@@ -164,7 +164,7 @@ def test_bad_input_is_one_error(tmp_path: Path) -> None:
     with pytest.raises(NslmError, match="missing file"):
         read_sst2("train", tmp_path)
     (tmp_path / "sst2" / "dev.txt").write_text("\n", encoding="utf-8")
-    with pytest.raises(NslmError, match="empty split"):
+    with pytest.raises(NslmError, match=r"dev\.txt: file is empty"):
         read_sst2("dev", tmp_path)
     (tmp_path / "sst2" / "test.txt").write_text("2 not a label\n", encoding="utf-8")
     with pytest.raises(NslmError, match="not 0 or 1"):

@@ -67,7 +67,7 @@ def test_bad_input_is_one_line(tiny_byte_run: Path, tmp_path: Path) -> None:
     (empty / "sst2" / "dev.txt").write_text("", encoding="utf-8")
     result = run_cli("probe", "sentiment", str(tiny_byte_run), "-o", str(tmp_path / "o"),
                      env={"NSLM_DATA_DIR": str(empty)})  # fmt: skip
-    assert_one_line_error(result, "empty split")
+    assert_one_line_error(result, "dev.txt: file is empty")
 
 
 @pytest.mark.realdata

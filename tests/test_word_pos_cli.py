@@ -7,35 +7,22 @@ are read in tests/test_tagged_data.py and trained on in benchmarks/word_pos.py.
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import make_tagged_corpus, run_cli
 
 TINY = [
     "--set", "hidden_size=16", "--set", "emb_size=8", "--set", "tag_emb_size=4",
     "--set", "shape_emb_size=4", "--set", "epochs=20", "--set", "eval_every=20", "--set", "lr=0.01",
     "--set", "progress=false", "--set", "batch_size=16",
 ]  # fmt: skip
-LEXICON = {"DET": ["the", "a"], "NOUN": ["dog", "cat", "house", "idea", "Tree"],
-           "VERB": ["runs", "sees", "likes", "walking"], ".": ["."]}  # fmt: skip
-
-
-def _sentence(rng: random.Random) -> str:
-    tags = ["DET", "NOUN", "VERB", "DET", "NOUN", "."]
-    return " ".join(f"{rng.choice(LEXICON[t])}/{t}" for t in tags)
 
 
 @pytest.fixture(scope="module")
 def tagged_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("tagged")
-    rng = random.Random(0)
-    for name, n in (("train", 120), ("valid", 20), ("test", 20)):
-        lines = [_sentence(rng) for _ in range(n)]
-        (root / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return root
+    return make_tagged_corpus(tmp_path_factory.mktemp("tagged"))
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,9 @@
-"""The one exception type that the CLI turns into a one-line message and exit status 2."""
+"""The one exception type that the CLI turns into a one-line message and exit status 2, and
+the operating-system errors it reports the same way."""
+
+from __future__ import annotations
+
+import errno
 
 
 class NslmError(Exception):
@@ -6,3 +11,24 @@ class NslmError(Exception):
 
     The CLI prints ``error: <message>`` on one line and exits with status 2.
     """
+
+
+# The system refusing a read or a write for a reason outside nslm, anywhere a command reads
+# or writes: a full disk or quota, a file over the size limit, a read-only file system, no
+# permission, a path that runs through a file or names a directory where a file goes. The
+# user fixes these, so the CLI reports them in one line. Any other OSError (a file nslm
+# should have checked for first) stays a traceback: that is nslm's bug.
+ENVIRONMENT_ERRNOS = frozenset({
+    errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM,
+    errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG, errno.EIO,
+})  # fmt: skip
+
+
+def environment_message(exc: OSError) -> str | None:
+    """``PATH: reason`` for an OSError of :data:`ENVIRONMENT_ERRNOS`, else None. Of a rename,
+    the path is its target: the name the user gave, not the temporary file's."""
+    if exc.errno not in ENVIRONMENT_ERRNOS:
+        return None
+    path = exc.filename2 if exc.filename2 is not None else exc.filename
+    reason = exc.strerror or errno.errorcode.get(exc.errno or 0, "system error")
+    return f"{path}: {reason}" if path is not None else reason

@@ -18,7 +18,7 @@ from nslm.cli.probe import probe_group
 from nslm.cli.report import report_command
 from nslm.cli.serve import serve_command
 from nslm.cli.train import train_command
-from nslm.errors import NslmError
+from nslm.errors import NslmError, environment_message
 
 
 @click.group(
@@ -52,23 +52,42 @@ cli.add_command(report_command)
 cli.add_command(serve_command)
 
 
+# An error line quotes user input at times (a token, a plug-in's exception): past this many
+# characters it is cut, so that a 100 MB line in a file does not become a 100 MB message.
+LONGEST_MESSAGE = 1000
+
+
+def error_line(message: str) -> str:
+    """``error: MESSAGE`` on one line: newlines become spaces, an overlong message is cut."""
+    text = " ".join(message.split("\n"))
+    if len(text) > LONGEST_MESSAGE:
+        text = f"{text[:LONGEST_MESSAGE]} … ({len(text) - LONGEST_MESSAGE:,} characters cut)"
+    return f"error: {text}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input gives one line on stderr and exit status 2, never a traceback."""
     try:
         result = cli.main(args=argv, prog_name="nslm", standalone_mode=False)
     except NslmError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(error_line(str(exc)), file=sys.stderr)
         return 2
     except click.UsageError as exc:
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
-        print(f"error: {exc.format_message()}{where}", file=sys.stderr)
+        print(error_line(f"{exc.format_message()}{where}"), file=sys.stderr)
         return 2
     except click.ClickException as exc:
-        print(f"error: {exc.format_message()}", file=sys.stderr)
+        print(error_line(exc.format_message()), file=sys.stderr)
         return 2
     except (click.exceptions.Abort, KeyboardInterrupt):
         print("error: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full disk, no permission, … (nslm.errors.ENVIRONMENT_ERRNOS)
+        message = environment_message(exc)
+        if message is None:
+            raise
+        print(error_line(message), file=sys.stderr)
+        return 2
     return result if isinstance(result, int) else 0
 
 

@@ -165,6 +165,9 @@ def _fit_corpus(corpus: str, classes: str, prepared_dir: Path | None, only: list
     users = load_class_file(class_file) if class_file else []
     console = Console(stderr=True)
     prepared = prepare_corpus(corpus, classes, cache_root=prepared_dir)
+    if len(prepared.class_names) == 1 and not users:  # "word" alone: an empty micro.json
+        where = f" and {class_file} defines none" if class_file else ""
+        raise NslmError(f"nothing to fit: --classes {classes} tags no class{where}")
     with console.status("fitting") as status:
         _, payload = fit_micro(
             prepared, names=only, user_classes=users, metrics=metrics, pdfs=pdfs,

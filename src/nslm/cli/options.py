@@ -192,10 +192,14 @@ def is_run(path: Path | str) -> bool:
 
 def check_run(path: Path | str) -> Path:
     """``path`` as a run directory, or the one error every command gives for a non-run
-    (checked before the library's ``load_run``, whose message differs)."""
+    (checked before the library's ``load_run``, whose message differs). Its config.json is
+    read too: a damaged one is a one-line error here, before any command's own work."""
+    from nslm.config import read_config_json
+
     path = Path(path)
     if not is_run(path):
         raise NslmError(no_run_message(path))
+    read_config_json(path / "config.json")
     return path
 
 
@@ -215,13 +219,13 @@ def run_argument(required: bool = True):
 
 def is_byte_run(run: Path) -> bool:
     """Whether RUN is a training run of a byte LM (its config names a byte corpus)."""
-    from nslm.config import config_from_json
+    from nslm.config import read_config_json
     from nslm.data.bytes import is_byte_corpus
 
     saved = Path(run) / "config.json"
     if not saved.is_file():
         return False
-    return is_byte_corpus(config_from_json(saved.read_text(encoding="utf-8")).corpus)
+    return is_byte_corpus(read_config_json(saved).corpus)
 
 
 micro_kind_option = click.option(

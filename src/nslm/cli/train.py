@@ -92,13 +92,13 @@ def _launch_processes(cfg: TrainConfig, processes: int, args: list[str]) -> bool
 
 def _resume_launch(resume_dir: Path) -> bool:
     """``--resume`` of a DDP run: relaunch as many ranks as its last checkpoint had."""
-    from nslm.config import config_from_json
+    from nslm.config import read_config_json
     from nslm.training import checkpoint as ck
 
     saved = resume_dir / "config.json"
     if not saved.is_file():
         return False  # the trainer reports what is missing
-    cfg = config_from_json(saved.read_text(encoding="utf-8"))
+    cfg = read_config_json(saved)
     latest = ck.latest_checkpoint(resume_dir)
     if latest is None:
         raise NslmError(f"nothing to resume in {resume_dir}: no checkpoint yet")

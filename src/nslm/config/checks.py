@@ -101,7 +101,8 @@ def _check_ranges(cfg: TrainConfig) -> None:
         raise NslmError("config key 'dropout' must be in [0, 1)")
     if cfg.lr <= 0:
         raise NslmError("config key 'lr' must be positive")
-    if sorted(cfg.cutoffs) != cfg.cutoffs or any(c <= 0 for c in cfg.cutoffs):
+    integers = all(isinstance(c, int) and not isinstance(c, bool) for c in cfg.cutoffs)
+    if not integers or sorted(cfg.cutoffs) != cfg.cutoffs or any(c <= 0 for c in cfg.cutoffs):
         raise NslmError("config key 'cutoffs' must be increasing positive integers")
     if cfg.processes < 1:
         raise NslmError("config key 'processes' must be at least 1")

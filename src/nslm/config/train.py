@@ -213,12 +213,22 @@ def total_threads(cfg: TrainConfig) -> int:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """A config file's table; a missing or malformed file is a one-line user error."""
+    """A config file's table; a missing, empty or malformed file is a one-line user error.
+
+    An empty file is refused rather than read as "every default": a config given on the
+    command line that says nothing is a file that lost its content. A byte-order mark (as
+    Windows editors write) is dropped.
+    """
     path = Path(path)
+    if path.is_dir():
+        raise NslmError(f"{path} is a directory, expected a TOML config file")
     if not path.is_file():
         raise NslmError(f"config file not found: {path}")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8-sig")
+        if not text.strip():
+            raise NslmError(f"{path}: empty config file")
+        return tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise NslmError(f"malformed config {path}: {exc}") from None
 
@@ -247,3 +257,19 @@ def config_from_json(text: str) -> TrainConfig:
         raise NslmError("malformed config.json: not a JSON object")
     # A run trained before a key's rename: the user cannot edit it, so no warning.
     return build_config(values, warn=False)
+
+
+def read_config_json(path: Path) -> TrainConfig:
+    """The config a run saved (``RUN/config.json``); a missing, binary or malformed file is
+    a one-line error that names it."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise NslmError(f"missing file {path}") from None
+    except UnicodeDecodeError:
+        raise NslmError(f"{path}: not UTF-8 text (a damaged run?)") from None
+    try:
+        return config_from_json(text)
+    except NslmError as exc:
+        raise NslmError(f"{path}: {exc}") from None

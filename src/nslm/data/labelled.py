@@ -16,7 +16,6 @@ two words gets ``SPACE``.
 
 from __future__ import annotations
 
-import lzma
 import os
 import re
 from collections.abc import Iterable
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nslm.data.textfile import read_text
 from nslm.errors import NslmError
 
 SPACE = "SPACE"
@@ -57,12 +57,14 @@ def dataset_dir(name: str, data_dir: Path | str | None = None) -> Path:
     return path
 
 
-def _open_text(path: Path):
+def _text_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file (plain or ``.xz``), read by the corpus reader (one
+    line for a missing, empty, binary, damaged or non-UTF-8 file; a BOM dropped). Lines end
+    at ``\n``, ``\r\n`` or ``\r``, as a file opened in text mode reads them."""
     if not path.is_file():
         raise NslmError(f"missing file: {path}")
-    if path.suffix == ".xz":
-        return lzma.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+    text = read_text(path).replace("\r\n", "\n").replace("\r", "\n")
+    return text.removesuffix("\n").split("\n")
 
 
 def _checked(texts: list[str], labels: list[int], path: Path) -> LabelledTexts:
@@ -85,16 +87,14 @@ SST2_SPLITS = ("train", "dev", "test")
 def _labelled_lines(path: Path, separator: str, form: str) -> tuple[list[str], list[int]]:
     """(texts, labels) of a ``label SEPARATOR text`` file; blank lines are skipped."""
     texts, labels = [], []
-    with _open_text(path) as handle:
-        for line_no, line in enumerate(handle, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            label, sep, text = line.partition(separator)
-            if not sep:
-                raise NslmError(f"{path}:{line_no}: expected {form}")
-            labels.append(_label(label, path, line_no))
-            texts.append(text)
+    for line_no, line in enumerate(_text_lines(path), 1):
+        if not line.strip():
+            continue
+        label, sep, text = line.partition(separator)
+        if not sep:
+            raise NslmError(f"{path}:{line_no}: expected {form}")
+        labels.append(_label(label, path, line_no))
+        texts.append(text)
     return texts, labels
 
 
@@ -174,21 +174,29 @@ def _space_after(misc: str) -> bool:
     return "SpaceAfter=No" not in misc.split("|")
 
 
-def _word_line(line: str) -> tuple[str, str, str, str] | None:
+# A CoNLL-U ID: a word (7), a multiword token's range (7-8) or an empty node (7.1).
+_CONLLU_ID = re.compile(r"[0-9]+(?:-[0-9]+|\.[0-9]+)?")
+
+
+def _word_line(line: str, where: str) -> tuple[str, str, str, str] | None:
     """(id, form, XPOS, MISC) of a word or multiword-token line; None for an empty node."""
     cols = line.split("\t")
     if len(cols) != 10:
-        raise NslmError(f"not a CoNLL-U word line (10 tab-separated columns): {line[:60]!r}")
+        raise NslmError(f"{where}: not a CoNLL-U word line (10 tab-separated columns): "
+                        f"{line[:60]!r}")  # fmt: skip
+    if not _CONLLU_ID.fullmatch(cols[0]):
+        raise NslmError(f"{where}: not a CoNLL-U word ID: {cols[0][:20]!r}")
     return None if "." in cols[0] else (cols[0], cols[1], cols[4], cols[9])
 
 
-def parse_conllu(lines: Iterable[str]) -> list[TaggedSentence]:
-    """Sentences of CoNLL-U lines: surface tokens with the XPOS of their words."""
+def parse_conllu(lines: Iterable[str], source: str = "CoNLL-U") -> list[TaggedSentence]:
+    """Sentences of CoNLL-U lines: surface tokens with the XPOS of their words. A malformed
+    line is a one-line error naming ``source`` and the line."""
     sentences: list[TaggedSentence] = []
     tokens: list[Token] = []
     text: str | None = None
     until = 0  # the last word id covered by the current multiword token
-    for raw in [*lines, ""]:  # a final blank line closes the last sentence
+    for line_no, raw in enumerate([*lines, ""], 1):  # a final blank line closes the last one
         line = raw.rstrip("\n")
         if not line.strip():
             if tokens:
@@ -197,7 +205,7 @@ def parse_conllu(lines: Iterable[str]) -> list[TaggedSentence]:
         elif line.startswith("#"):
             if line.startswith("# text ="):
                 text = line.partition("=")[2].strip()
-        elif (word := _word_line(line)) is not None:  # an empty node has no surface text
+        elif (word := _word_line(line, f"{source}:{line_no}")) is not None:  # not empty nodes
             ident, form, xpos, misc = word
             if "-" in ident:  # a multiword token; its words follow
                 until = int(ident.split("-")[1])
@@ -217,8 +225,7 @@ def read_ewt(
     if split not in EWT_SPLITS:
         raise NslmError(f"UD EWT has no split {split!r} (one of {', '.join(EWT_SPLITS)})")
     path = dataset_dir("ud-english-ewt", data_dir) / f"{split}.conllu.xz"
-    with _open_text(path) as handle:
-        sentences = parse_conllu(handle)
+    sentences = parse_conllu(_text_lines(path), str(path))
     if not sentences:
         raise NslmError(f"empty split: {path} has no sentences")
     return sentences[:limit] if limit is not None else sentences

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nslm.atomic import pid_alive
 from nslm.data import conversions, custom, numbers, places, tagging, units, vocab
 from nslm.data.bytes import is_byte_corpus, prepare_byte_corpus
 from nslm.data.conversions import learn_unit_map, plausible_conversions, unit_map_json
@@ -89,6 +90,9 @@ def prepare_corpus(
         files={s: str(p) for s, p in paths.items()},
         classes_option=classes,
     )
+    # The metadata as the cache gives it back (keys sorted at every depth): what a run
+    # writes of it is the same bytes whether its corpus was prepared afresh or read back.
+    corpus.meta = json.loads(json.dumps(corpus.meta, sort_keys=True))
     if use_cache:
         _write_atomically(corpus, root, key)
     return corpus
@@ -203,18 +207,8 @@ def _remove_stale_temporaries(root: Path) -> None:
             pid = int(tmp.name.split("-")[2])
         except (IndexError, ValueError):
             continue
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _progress(items, enabled: bool, description: str):

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from nslm.data.brown_tags import universal_tag
 from nslm.data.labelled import dataset_dir, read_ewt
+from nslm.data.textfile import read_text
 from nslm.errors import NslmError
 
 SPLITS = ("train", "valid", "test")
@@ -175,22 +176,22 @@ def _brown_splits(path: Path) -> dict[str, TaggedSplit]:
     if not path.is_file():
         raise NslmError(f"missing file: {path}")
     rows: list[tuple[str, int, list[str], list[str]]] = []  # fileid, line, words, tags
-    with lzma.open(path, "rt", encoding="utf-8") as handle:
-        header = handle.readline().rstrip("\n").split("\t")
-        if header != BROWN_HEADER:
-            raise NslmError(f"{path}:1: expected the header {' '.join(BROWN_HEADER)}")
-        for line_no, line in enumerate(handle, 2):
-            if not line.strip():
-                continue
-            columns = line.rstrip("\n").split("\t")
-            if len(columns) != len(BROWN_HEADER) or not columns[4].strip():
-                raise NslmError(f"{path}:{line_no}: expected 5 columns and a tagged sentence")
-            words, tags = [], []
-            for token in columns[4].split():
-                word, tag = split_token(token, path, line_no)
-                words.append(word)
-                tags.append(_universal(tag, path, line_no))
-            rows.append((columns[0], line_no, words, tags))
+    # the corpus reader: one line for a damaged .xz, binary or non-UTF-8 text; a BOM dropped
+    lines = read_text(path).split("\n")
+    if lines[0].rstrip("\r").split("\t") != BROWN_HEADER:
+        raise NslmError(f"{path}:1: expected the header {' '.join(BROWN_HEADER)}")
+    for line_no, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        columns = line.rstrip("\r").split("\t")
+        if len(columns) != len(BROWN_HEADER) or not columns[4].strip():
+            raise NslmError(f"{path}:{line_no}: expected 5 columns and a tagged sentence")
+        words, tags = [], []
+        for token in columns[4].split():
+            word, tag = split_token(token, path, line_no)
+            words.append(word)
+            tags.append(_universal(tag, path, line_no))
+        rows.append((columns[0], line_no, words, tags))
     split_of = brown_split_of([row[0] for row in rows])
     splits = {}
     for name in SPLITS:

@@ -7,20 +7,29 @@ from pathlib import Path
 
 from nslm.errors import NslmError
 
+BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark
+
 
 def read_text(path: Path) -> str:
     """Return the whole file as text, checking that it is a non-empty UTF-8 text file.
 
-    ``.xz`` files are decompressed. A missing file, an empty file, a file with NUL
-    bytes (binary) or invalid UTF-8 each raise :class:`NslmError` with one line.
+    ``.xz`` files are decompressed. A byte-order mark (as Windows editors write) is not
+    text: it is dropped, or it would glue itself to the first token. A missing file, an
+    empty file, a file with NUL bytes (binary) or invalid UTF-8 each raise
+    :class:`NslmError` with one line.
     """
     raw = read_bytes(path)
     if b"\x00" in raw:
         raise NslmError(f"{path}: binary file (contains NUL bytes), expected UTF-8 text")
+    body = raw.removeprefix(BOM)
     try:
-        return raw.decode("utf-8")
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise NslmError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+        offset = exc.start + len(raw) - len(body)  # in the file, BOM included
+        raise NslmError(f"{path}: not UTF-8 text (invalid byte at offset {offset})") from None
+    if not text.strip():
+        raise NslmError(f"{path}: file is empty")
+    return text
 
 
 def read_bytes(path: Path) -> bytes:

@@ -63,7 +63,7 @@ def load_or_fit(
     if meta_path.is_file() and (directory / f"crnn-{cls}.safetensors").is_file():
         try:
             found = json.loads(meta_path.read_text(encoding="utf-8")).get("fingerprint")
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):  # unreadable, not UTF-8, not JSON: train it afresh
             found = None
         if found == want:
             return CharRNNClassModel.load(directory, cls), True

@@ -90,7 +90,7 @@ def load_class_file(path: Path | str) -> list[UserClass]:
     """Parse a class file and import its plug-ins; return the user classes it defines."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM dropped
     except FileNotFoundError:
         raise NslmError(f"{path}: no such class file") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -79,6 +79,14 @@ def read_micro_json(path: Path | str) -> dict[str, Any]:
         raise NslmError(f"{path}: not a micro.json (format is not {FORMAT!r})")
     if payload.get("version") != VERSION:
         raise NslmError(f"{path}: micro.json version {payload.get('version')}, expected {VERSION}")
+    classes = payload.get("classes")
+    fitted = isinstance(classes, dict) and all(
+        isinstance(entry, dict) and isinstance(entry.get("selected"), dict)
+        for entry in classes.values()
+    )
+    if not fitted or not isinstance(payload.get("plugins", []), list):
+        raise NslmError(f"{path}: not a micro.json (its classes are not a table of fitted "
+                        "micro-models, each with its selected cell)")  # fmt: skip
     return payload
 
 

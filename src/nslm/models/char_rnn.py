@@ -19,13 +19,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save
+from safetensors.torch import save
 from torch import nn
 
 from nslm.atomic import write_bytes_atomic, write_json_atomic
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.errors import NslmError
 from nslm.micro.context import previous_index
+from nslm.runs.files import read_tensors
 
 PAD, END, SEP = 0, 1, 2  # SEP ends the context; the target's characters follow it
 
@@ -206,6 +207,6 @@ class CharRNNClassModel:
         model.steps = int(meta.get("steps", 0))
         model._char_index = {ch: i for i, ch in enumerate(model.chars)}
         model._net = _CharLSTM(len(model.chars), model.config)
-        model._net.load_state_dict(load_file(str(directory / f"crnn-{name}.safetensors")))
+        model._net.load_state_dict(read_tensors(directory / f"crnn-{name}.safetensors", "CRNN"))
         model._net.eval()
         return model

@@ -40,9 +40,10 @@ class VectorCoverage:
 
 
 def _open(path: Path):
+    # utf-8-sig: a byte-order mark (as Windows editors write) would glue to the first word
     if path.suffix == ".xz":
-        return lzma.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
+        return lzma.open(path, "rt", encoding="utf-8-sig")
+    return path.open("r", encoding="utf-8-sig")
 
 
 # name → (module, its array file, its index file, dimension)

@@ -10,15 +10,18 @@ round-trip repr, so export → import gives bit-identical log-probabilities.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from nslm.atomic import remove_stale_temporaries, temporary_prefix
 from nslm.errors import NslmError
 from nslm.ngram.model import BOS, EOS, NgramModel
 
 LOG_ZERO = -99.0
+_HEADER_LINE = re.compile(r"ngram +([0-9]+) *= *([0-9]+)")  # "ngram 3=1234"
 
 
 def ngram_words(model: NgramModel) -> list[np.ndarray]:
@@ -40,7 +43,8 @@ def write_arpa(model: NgramModel, path: Path) -> None:
     """Write ``model`` to ``path`` through a temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    remove_stale_temporaries(path)  # what a killed write left
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path), suffix=".tmp")
     names = np.array(model.itos, dtype=object)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -92,7 +96,7 @@ def read_arpa(path: Path) -> NgramModel:
 
 def _read_lines(path: Path) -> list[str]:
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # a byte-order mark is not text
             return handle.read().split("\n")
     except FileNotFoundError:
         raise NslmError(f"ARPA file not found: {path}") from None
@@ -118,12 +122,13 @@ def _read_header(path: Path, lines: list[str]) -> tuple[list[int], int]:
     pos += 1
     sizes: list[int] = []
     while pos < len(lines) and lines[pos].strip().startswith("ngram "):
-        k_text, _, n_text = lines[pos].strip()[6:].partition("=")
-        if not (k_text.strip().isdigit() and n_text.strip().isdigit()):
-            raise NslmError(f"{path}:{pos + 1}: broken ARPA header line {lines[pos]!r}")
-        if int(k_text) != len(sizes) + 1:
+        # ASCII digits only: str.isdigit takes "²", str.strip takes "\x1d", int() neither
+        counts = _HEADER_LINE.fullmatch(lines[pos].strip())
+        if counts is None:
+            raise NslmError(f"{path}:{pos + 1}: broken ARPA header line {lines[pos][:60]!r}")
+        if int(counts[1]) != len(sizes) + 1:
             raise NslmError(f"{path}:{pos + 1}: ARPA header lists orders out of sequence")
-        sizes.append(int(n_text))
+        sizes.append(int(counts[2]))
         pos += 1
     if not sizes:
         raise NslmError(f"{path}: broken ARPA header (no 'ngram k=count' lines)")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nslm.atomic import remove_stale_temporaries, temporary_prefix
 from nslm.errors import NslmError
 from nslm.ngram.counting import with_sentence_starts
 
@@ -188,7 +189,8 @@ class NgramModel:
         """Write ``model.npz`` (arrays) and ``model.json`` (vocabulary, meta) atomically."""
         directory = Path(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}.tmp-"))
+        remove_stale_temporaries(directory)  # what a killed save left
+        tmp = Path(tempfile.mkdtemp(dir=directory.parent, prefix=temporary_prefix(directory)))
         try:
             arrays: dict[str, np.ndarray] = {}
             for k in range(1, self.order + 1):

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from nslm.evaluation.tables import fmt_change
+from nslm.micro.store import read_micro_json
 from nslm.pages.html import esc, figure, number, table
 from nslm.pages.paper import PAPER_MODELS, paper_row
 from nslm.runs.files import read_json
@@ -90,7 +91,7 @@ def micro_models(run: Path) -> Section | None:
     path = run / "micro.json"
     if not path.is_file():
         return None
-    micro = read_json(path)
+    micro = read_micro_json(path)  # its shape checked: a bad file is one error line
     plots = run / "plots"
     body = [f"<p class='note'>Grid: {esc(micro.get('grid', ''))}; each cell is a {{metric, PDF}} "
             "fitted on train and scored on valid (paper Table 1, step 4); the lowest valid "

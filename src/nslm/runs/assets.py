@@ -242,7 +242,15 @@ def run_corpus(run_dir: Path | str, cfg: TrainConfig) -> RunCorpus:
     """RUN's corpus from its assets; a run without them prepares its corpus and gets them."""
     run_dir = Path(run_dir)
     if (run_dir / ASSETS_JSON).is_file():
-        return read_run_assets(run_dir)
+        corpus = read_run_assets(run_dir)
+        said = (corpus.meta.get("source"), corpus.meta.get("classes_option"))
+        if said != (cfg.corpus, cfg.classes):  # the vocabulary side of another run
+            raise NslmError(
+                f"{run_dir / ASSETS_JSON} is of corpus {said[0]!r} (classes {said[1]!r}) but "
+                f"{run_dir / 'config.json'} says {cfg.corpus!r} ({cfg.classes!r}): files of "
+                "two runs?"
+            )
+        return corpus
     prepared = prepare_corpus(cfg.corpus, cfg.classes, class_rules=class_rules_of(cfg))
     try:
         itos = json.loads((run_dir / "vocab.json").read_text(encoding="utf-8")).get("itos")

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.numpy import load_file, save
 
 from nslm.atomic import write_bytes_atomic, write_json_atomic
@@ -149,7 +150,7 @@ def load_run_context(loaded: LoadedRun, plain: dict[str, MicroModel]) -> dict[st
                         f"'nslm fit-micro {run} --context' again")  # fmt: skip
     try:
         tensors = load_file(str(run / CONTEXT_TENSORS))
-    except Exception as exc:  # safetensors raises its own error types
+    except (SafetensorError, OSError) as exc:  # truncated, not safetensors (a pickle), …
         raise NslmError(f"cannot read {run / CONTEXT_TENSORS}: {exc}") from None
     out: dict[str, Any] = dict(plain)
     for name, entry in payload.get("classes", {}).items():

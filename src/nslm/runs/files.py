@@ -4,27 +4,22 @@ as safetensors (tied weights stored once) and metadata as JSON. Nothing is unpic
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save
 
+from nslm.atomic import write_bytes_atomic
 from nslm.errors import NslmError
 
 
 def save_tensors_atomic(path: Path, tensors: dict[str, torch.Tensor]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        save_file({k: v.detach().contiguous().clone() for k, v in tensors.items()}, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Serialised in memory, then written as any file is (:func:`write_bytes_atomic`): a
+    failed write (a full disk) is an OSError that names the file, not safetensors' own."""
+    plain = {k: v.detach().contiguous().clone() for k, v in tensors.items()}
+    write_bytes_atomic(path, save(plain))
 
 
 def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -40,11 +35,24 @@ def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
-def load_model_tensors(model: torch.nn.Module, path: Path) -> None:
+def read_tensors(path: Path, what: str = "tensors") -> dict[str, torch.Tensor]:
+    """The tensors of a safetensors file; a missing, truncated or foreign file (a pickle in
+    its place) is a one-line error naming it, and nothing in it is ever executed."""
     try:
-        tensors = load_file(str(path))
-    except Exception as exc:  # safetensors raises its own error types
-        raise NslmError(f"cannot read weights {path}: {exc}") from None
+        return load_file(str(path))
+    except (SafetensorError, OSError) as exc:
+        raise NslmError(f"cannot read {what} {path}: {exc}") from None
+
+
+def load_model_tensors(model: torch.nn.Module, path: Path) -> None:
+    tensors = read_tensors(path, "weights")
+    expected = model.state_dict()
+    for name, tensor in tensors.items():  # load_state_dict would raise a RuntimeError
+        if name in expected and tensor.shape != expected[name].shape:
+            raise NslmError(
+                f"weights {path} do not fit this model: {name} is {tuple(tensor.shape)} in the "
+                f"file, {tuple(expected[name].shape)} in the model (weights of another run?)"
+            )
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     # Tied weights are stored once; any other missing key means a mismatched checkpoint.
     tied = {n for n, p in model.state_dict().items() if n not in tensors}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nslm.config import TrainConfig, config_from_json
+from nslm.config import TrainConfig, read_config_json
 from nslm.data.corpus import PreparedCorpus
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
@@ -51,7 +51,7 @@ def load_run(run_dir: Path | str, corpus=None, *, weights: Path | str | None = N
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").is_file():
         raise NslmError(f"not a run directory (no config.json): {run_dir}")
-    cfg = config_from_json((run_dir / "config.json").read_text(encoding="utf-8"))
+    cfg = read_config_json(run_dir / "config.json")
     if corpus is None:
         # the run's own assets; splits load only when scored (a run without assets gets them)
         from nslm.runs.assets import run_corpus

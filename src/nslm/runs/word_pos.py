@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from nslm.config import TrainConfig, config_from_json
+from nslm.config import TrainConfig, read_config_json
 from nslm.data.tagged_vocab import TaggedVocab
 from nslm.errors import NslmError
 from nslm.models.word_pos import WordPosLM, WordPosSizes
@@ -66,7 +66,7 @@ def load_word_pos_run(run_dir: Path | str, weights: str = "model.safetensors") -
     config = run_dir / "config.json"
     if not config.is_file():
         raise NslmError(f"not a run directory: {run_dir} has no config.json")
-    cfg = config_from_json(config.read_text(encoding="utf-8"))
+    cfg = read_config_json(config)
     if cfg.model != "word-pos":
         raise NslmError(f"{run_dir} is not a word+POS run (model = {cfg.model!r})")
     vocab = TaggedVocab.from_json(read_json(run_dir / VOCAB_FILE))

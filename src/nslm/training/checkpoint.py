@@ -36,6 +36,7 @@ from nslm.runs.files import (  # the run directory's file formats, which trainin
     load_model_tensors,
     model_tensors,
     read_json,
+    read_tensors,
     save_tensors_atomic,
 )
 
@@ -143,13 +144,18 @@ def save_checkpoint(
     own: dict[str, torch.Tensor] = {"rng": torch.get_rng_state()}
     for i, t in enumerate(hidden or ()):
         own[f"hidden.{i}"] = t.cpu()
-    save_tensors_atomic(tmp / f"rank{rank}.safetensors", own)
-    if rank == 0:
-        save_tensors_atomic(tmp / "model.safetensors", model_tensors(model))
-        tensors, meta = optimizer_to_files(optimizer)
-        save_tensors_atomic(tmp / "optim.safetensors", tensors)
-        write_json_atomic(tmp / "optim.json", meta)
-        write_json_atomic(tmp / "state.json", state)
+    try:
+        save_tensors_atomic(tmp / f"rank{rank}.safetensors", own)
+        if rank == 0:
+            save_tensors_atomic(tmp / "model.safetensors", model_tensors(model))
+            tensors, meta = optimizer_to_files(optimizer)
+            save_tensors_atomic(tmp / "optim.safetensors", tensors)
+            write_json_atomic(tmp / "optim.json", meta)
+            write_json_atomic(tmp / "state.json", state)
+    except BaseException:  # a full disk, Ctrl-C: no half checkpoint stays behind
+        if rank == 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
     dd.barrier()
     if rank == 0:
         commit_checkpoint(run_dir, step)
@@ -161,14 +167,12 @@ def restore_checkpoint(
 ) -> tuple[torch.Tensor, ...] | None:
     """Load the weights, optimizer and this rank's RNG state of checkpoint ``path``; the
     hidden state this rank carried (on ``device``), or None."""
-    from safetensors.torch import load_file
-
     load_model_tensors(model, path / "model.safetensors")
     optim = optimizer_from_files(
-        load_file(str(path / "optim.safetensors")), read_json(path / "optim.json")
+        read_tensors(path / "optim.safetensors", "optimizer state"), read_json(path / "optim.json")
     )
     optimizer.load_state_dict(optim)
-    own = load_file(str(path / f"rank{rank}.safetensors"))
+    own = read_tensors(path / f"rank{rank}.safetensors", "this rank's state")
     torch.set_rng_state(own["rng"])
     hidden = [own[k] for k in sorted(own) if k.startswith("hidden.")]
     return tuple(h.to(device) for h in hidden) if hidden else None

@@ -44,11 +44,13 @@ def peek_dim(path: Path) -> int:
         raise NslmError(f"vector file not found: {path}")
     opener = lzma.open if path.suffix == ".xz" else open
     try:
-        with opener(path, "rt", encoding="utf-8") as handle:
+        with opener(path, "rt", encoding="utf-8-sig") as handle:  # as read_vectors reads
             for number, line in enumerate(handle, start=1):
                 parts = line.rstrip("\n").rstrip(" ").split(" ")
                 if number == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
                     return int(parts[1])  # word2vec header: count, dimension
+                if len(parts) < 2:  # a word without values: no dimension to compare
+                    raise NslmError(f"{path}:{number}: expected 'word v1 … vd'")
                 return len(parts) - 1
     except (UnicodeDecodeError, lzma.LZMAError, EOFError):
         raise NslmError(f"{path}: not a UTF-8 text vector file") from None

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from nslm.config import TrainConfig, config_from_json, total_threads
+from nslm.config import TrainConfig, read_config_json, total_threads
 from nslm.errors import NslmError
 from nslm.training import checkpoint as ck
 from nslm.training import distributed as dd
@@ -42,7 +42,7 @@ class Trainer:
             saved = self.run_dir / "config.json"
             if not saved.is_file():
                 raise NslmError(f"nothing to resume in {self.run_dir}: no config.json")
-            cfg = config_from_json(saved.read_text(encoding="utf-8"))
+            cfg = read_config_json(saved)
         self.cfg = cfg
         # Without a DDP launch (train() called from Python) one process does the work the
         # config meant for `processes` of them, on the same streams: give it their threads.

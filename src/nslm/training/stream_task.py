@@ -61,6 +61,10 @@ class StreamLMTask:
         n = cfg.train_tokens or len(train)
         if cfg.batch_size % world:
             raise NslmError(f"batch_size {cfg.batch_size} is not divisible by {world} ranks")
+        n = min(n, len(train))
+        if n < 2 * cfg.batch_size:  # each stream needs an input and a target at least
+            raise NslmError(f"config key 'batch_size' ({cfg.batch_size:,} streams) is too large "
+                            f"for the {n:,} training tokens: at most {n // 2:,}")  # fmt: skip
         all_streams = make_streams(
             train.token_ids[:n], train.class_ids[:n], train.article_ids[:n], cfg.batch_size
         )
