@@ -1,3 +1,21 @@
-from nslm.cli import run
+"""``python -m nslm`` and the ``nslm`` command.
 
-run()
+The CLI is imported inside :func:`main`: its imports (torch among them) take seconds on a
+cold start, and Ctrl-C during them is an interrupt like any other, exit status 130 with
+one line, not a traceback.
+"""
+
+import sys
+
+
+def main() -> None:
+    try:
+        from nslm.cli import main as cli_main
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(cli_main())
+
+
+if __name__ == "__main__":
+    main()

@@ -118,13 +118,17 @@ def run_subprocess(
     raises ENOSPC). ``interrupt_after``: send SIGINT (Ctrl-C) after this many seconds.
     """
 
-    def limit_file_size() -> None:
+    def prepare_child() -> None:
+        # Ctrl-C as a terminal delivers it: a job started in the background (CI under
+        # nohup, `cmd &`) inherits SIGINT ignored, and Python then never raises
+        # KeyboardInterrupt
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         if file_size_limit is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
 
     proc = subprocess.Popen(nslm_command(argv), env=subprocess_env(env), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=limit_file_size)  # fmt: skip
+                            preexec_fn=prepare_child)  # fmt: skip
     if interrupt_after is not None:
         time.sleep(interrupt_after)
         if proc.poll() is None:

@@ -89,7 +89,3 @@ def main(argv: list[str] | None = None) -> int:
         print(error_line(message), file=sys.stderr)
         return 2
     return result if isinstance(result, int) else 0
-
-
-def run() -> None:
-    sys.exit(main())
