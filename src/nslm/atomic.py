@@ -1,4 +1,5 @@
-"""Atomic file writes, and the package's one JSON policy for non-finite numbers.
+"""Atomic file writes, the one checked reader of safetensors, and the package's one JSON
+policy for non-finite numbers.
 
 A write goes to a temporary file in the same folder, then a rename: a process killed
 half-way leaves the old file or none, never half a file. The temporary's name holds the
@@ -18,6 +19,8 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from nslm.errors import NslmError
 
 
 def temporary_prefix(path: Path) -> str:
@@ -48,6 +51,19 @@ def remove_stale_temporaries(path: Path) -> None:
             shutil.rmtree(stale, ignore_errors=True)
         else:
             stale.unlink(missing_ok=True)
+
+
+def read_tensors(path: Path, what: str = "tensors") -> dict[str, Any]:
+    """The tensors of a safetensors file, the one binary format nslm reads back; a missing,
+    truncated or foreign file (a pickle in its place) is a one-line error naming it, and
+    nothing in it is ever executed."""
+    from safetensors import SafetensorError  # here: torch is not imported for a JSON write
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError) as exc:
+        raise NslmError(f"cannot read {what} {path}: {exc}") from None
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:

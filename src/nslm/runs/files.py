@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save
+from safetensors.torch import save
 
-from nslm.atomic import write_bytes_atomic
+from nslm.atomic import read_tensors, write_bytes_atomic
 from nslm.errors import NslmError
 
 
@@ -33,15 +32,6 @@ def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
         seen[key] = name
         out[name] = t
     return out
-
-
-def read_tensors(path: Path, what: str = "tensors") -> dict[str, torch.Tensor]:
-    """The tensors of a safetensors file; a missing, truncated or foreign file (a pickle in
-    its place) is a one-line error naming it, and nothing in it is ever executed."""
-    try:
-        return load_file(str(path))
-    except (SafetensorError, OSError) as exc:
-        raise NslmError(f"cannot read {what} {path}: {exc}") from None
 
 
 def load_model_tensors(model: torch.nn.Module, path: Path) -> None:

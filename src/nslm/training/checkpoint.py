@@ -30,13 +30,12 @@ from typing import Any
 
 import torch
 
-from nslm.atomic import write_json_atomic
+from nslm.atomic import read_tensors, write_json_atomic
 from nslm.errors import NslmError
 from nslm.runs.files import (  # the run directory's file formats, which training writes
     load_model_tensors,
     model_tensors,
     read_json,
-    read_tensors,
     save_tensors_atomic,
 )
 
