@@ -92,6 +92,12 @@ def _ngram_vocab(case: Path, _stdout: str) -> object:
     return info["itos"], info["meta"]["ngrams"]
 
 
+def _ngram_scores(case: Path, _stdout: str) -> object:
+    payload = _json_file(case / "out" / "eval.json")
+    # the scores: not the wall time, nor the model's path (the case's folder, not the clean's)
+    return {k: v for k, v in payload.items() if k not in ("seconds", "model")}
+
+
 def _micro_selection(case: Path, _stdout: str) -> object:
     payload = _json_file(case / "out" / "micro.json")
     return {name: entry["selected"] for name, entry in payload["classes"].items()}
@@ -228,7 +234,8 @@ SLOTS: list[Slot] = [
               expect={"missing": "ok", "crlf": "ok_or_error", "bom": "error"}),
     file_slot("ngram eval", "MODEL (an ARPA file)", "ngram eval {input} --corpus {corpus} "
               "--classes numbers --json -o {out}/eval.json", filename="the-model.arpa",
-              good=_read(lambda w: w.arpa), big_line_bytes=FULL_BIG_LINE),
+              good=_read(lambda w: w.arpa), big_line_bytes=FULL_BIG_LINE,
+              observe=_ngram_scores),
     file_slot("ngram export-arpa", "MODEL (an ARPA file)", "ngram export-arpa {input} "
               "-o {out}/copy.arpa", filename="the-model.arpa", good=_read(lambda w: w.arpa)),
     file_slot("generate", "RUN (an ARPA file)", "generate {input} " + GENERATE,
