@@ -172,9 +172,9 @@ class ShiftedMicroModel:
     def explain(self, H: Any) -> list[dict[str, Any]]:
         """What the state did at each row of H (B, D): each bin's factor exp(s_b(h)) (metric
         bins, then value bins), largest first."""
-        z, parts = self._z(H), []
-        for s, names in ((z @ self.A.T + self.a, self.bin_names()),
-                         (z @ self.B.T + self.b, self.value_bin_names())):  # fmt: skip
+        parts = []
+        for s, names in ((self.shifts(H), self.bin_names()),
+                         (self.value_shifts(H), self.value_bin_names())):  # fmt: skip
             order = np.argsort(-s, axis=1, kind="stable")
             factors = np.exp(np.take_along_axis(s, order, axis=1)).tolist()
             parts.append([[{"bin": names[i], "factor": f} for i, f in zip(o, fs, strict=True)]
