@@ -7,6 +7,7 @@ the prepared corpus's test split.
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from nslm.config import TrainConfig
 from nslm.data import PreparedCorpus, prepare_corpus
 from nslm.data.fixed_vocab import prepare_corpus_dir, prepare_text, prepare_text_file
+from nslm.data.text import to_plain
 from nslm.errors import NslmError
 from nslm.runs.assets import read_run_assets, saved_lambdas, write_run_assets
 
@@ -188,7 +190,7 @@ def test_a_wikitext_test_slice_as_a_text_file_is_the_test_split(
     lines = (data_dir / "wikitext-2" / "test.txt").read_text(encoding="utf-8").split("\n")
     path = tmp_path / "slice.txt"
     path.write_text("\n".join(lines[:300]) + "\n", encoding="utf-8")
-    got = prepare_text_file(wt2_all, path)
+    got = prepare_text_file(wt2_all, path, input_format="tokenized")
     n = len(got.split)
     assert n > 10_000
     want = wt2_all.test
@@ -202,6 +204,16 @@ def test_a_wikitext_test_slice_as_a_text_file_is_the_test_split(
     unk_positions = int((got.split.token_ids == wt2_all.vocab.unk_id).sum())
     assert got.oov_tokens == unk_positions - literal_unk > 0
     assert got.oov_class_tokens == int(want.oov_class_mask[:n].sum()) > 0
+    # the same lines as plain text: tokenized again by the module, they read (almost) the same
+    plain = tmp_path / "plain.txt"
+    plain.write_text("\n".join(to_plain(line.split()) for line in lines[:300]) + "\n")
+    again = prepare_text_file(wt2_all, plain)
+    match = difflib.SequenceMatcher(
+        a=again.split.token_ids.tolist(), b=want.token_ids[:n].tolist(), autojunk=False
+    )
+    assert sum(b.size for b in match.get_matching_blocks()) / n > 0.995
+    assert np.array_equal(np.bincount(again.split.class_ids), np.bincount(got.split.class_ids))
+    assert again.plain_bytes == len(plain.read_bytes()) and again.plain_words > n // 2
 
 
 def test_eval_cli_scores_a_text_file_and_another_corpus(
@@ -220,10 +232,15 @@ def test_eval_cli_scores_a_text_file_and_another_corpus(
     text = tmp_path / "slice.txt"
     text.write_text("\n".join([*lines, " Zyxwvut 1066 was a year . "]) + "\n", encoding="utf-8")
     capsys.readouterr()
-    assert main(["eval", str(run), "--text", str(text)]) == 0
+    assert main(["eval", str(run), "--text", str(text), "--input-format", "tokenized"]) == 0
     out, err = capsys.readouterr()
     assert "Table 2" in out and "outside the vocabulary" in err and "Zyxwvut" not in out
+    assert "bits/byte" in out
     got = json.loads((run / "tables_text.json").read_text())
+    figures = got["text"]
+    assert figures["oov_tokens"] >= 1 and figures["oov_types"] >= 1 and figures["bytes"] > 0
+    for row in figures["models"].values():  # an OOV costs more once adjusted, never less
+        assert row["ppl_adjusted"] >= row["ppl"] > 1 and 0 < row["bits_per_byte"] < 10
     assert got["split"] == "text" and got["lambda_global"] == saved["lambda_global"]
     numbers = got["tables"]["numbers"]
     assert numbers["lambda"] == saved["tables"]["numbers"]["lambda"]

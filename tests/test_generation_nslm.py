@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nslm.cli import main
+from nslm.data.text import to_plain
 from nslm.data.vocab import EOS
 from nslm.generation.nslm_sampling import (
     MicroContexts,
@@ -228,11 +229,17 @@ def test_cli_generates_through_the_nslm_by_default(run: Path, capsys) -> None:
     # the same text (stderr differs: auto says why it chose the NSLM, --head nslm was asked)
     assert first[:2] == _cli(capsys, *args, "--head", "nslm", "--show-classes")[:2]
     assert "using the NSLM" in first[2]
-    plain = _cli(capsys, *args)
-    assert plain[1].startswith(PROMPT + " ")
-    # --show-classes only tags the class tokens: stripping the tags gives the plain text
+    tokens = _cli(capsys, *args, "--output-format", "tokenized")
+    assert tokens[1].startswith(PROMPT + " ")
+    # --show-classes only tags the class tokens: stripping the tags gives the tokens
     stripped = " ".join(t.split("/<")[0] for t in first[1].split(" "))
-    assert stripped == plain[1]
+    assert stripped == tokens[1]
+    # by default the same words as plain text, joined by the run's detokenizer
+    plain = _cli(capsys, *args)
+    words = [w for line in tokens[1].splitlines() for w in (*line.split(), "<eos>")][:-1]
+    assert plain[1] == to_plain(words, "wikitext") + "\n"
+    # the prompt positional is the --prompt option
+    assert _cli(capsys, "generate", str(run), PROMPT, *args[4:])[:2] == plain[:2]
     greedy = _cli(capsys, "generate", str(run), "--prompt", PROMPT, "--top-k", "1",
                   "--max-tokens", "5", "--head", "nnlm")  # fmt: skip
     assert greedy[0] == 0 and greedy[1].startswith(PROMPT)

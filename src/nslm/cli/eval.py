@@ -12,6 +12,7 @@ import click
 
 from nslm.cli.eval_extras import PaperExtras, paper_options
 from nslm.cli.options import (
+    input_format_option,
     is_byte_run,
     list_option,
     model_option,
@@ -23,6 +24,7 @@ from nslm.errors import NslmError
 
 if TYPE_CHECKING:
     from nslm.data.corpus import Split
+    from nslm.data.fixed_vocab import TextSplit
     from nslm.evaluation.columns import ColumnSource
     from nslm.runs.load import LoadedRun
     from nslm.scores.passes import Scorer
@@ -42,24 +44,22 @@ def eval_tables(
     texts: dict[str, Split] | None = None,
     lambdas: dict[str, float] | None = None,
     out: Path | None = None,
+    plain: dict[str, TextSplit] | None = None,
 ) -> dict:
     """Tables 2/3 of RUN for each split (λ tuned on valid); RUN/tables_<split>.json.
 
     ``extra``: factories that build a column source (a 5-gram, a cache, …) for the loaded run
     and its scorer, whose one backbone pass per split they all share. ``texts`` replaces
-    splits by name (``--text``, ``--corpus``); ``lambdas`` are a previous evaluation's λ.
+    splits by name (``--text``, ``--corpus``), ``plain`` the prepared texts behind them;
+    ``lambdas`` are a previous evaluation's λ.
     """
     from nslm.atomic import write_json_atomic
-    from nslm.config import total_threads
     from nslm.evaluation.report import evaluate_run, render
     from nslm.runs.context_micro import has_context_models, load_run_context
-    from nslm.runs.load import load_run
-    from nslm.runs.micro import load_run_micro
-    from nslm.scores.passes import use_threads
+    from nslm.runs.open import open_run
 
-    loaded = load_run(run)
-    use_threads(total_threads(loaded.cfg))
-    micro = load_run_micro(loaded)
+    opened = open_run(run, micro="plain")
+    loaded, micro = opened.loaded, opened.micro
     context = has_context_models(run) and lambdas is None  # its λ is tuned on valid
     scorer = loaded.scorer(keep_features=keep_features)
     sources = [make(loaded, scorer) for make in extra]
@@ -74,6 +74,7 @@ def eval_tables(
         result = evaluate_run(
             loaded, micro, split=split, lambda_objective=lambda_objective,
             max_tokens=max_tokens, extra=sources, scorer=scorer, splits=texts, lambdas=lambdas,
+            plain=plain,
         )  # fmt: skip
         path = out if out is not None else Path(run) / f"tables_{split}.json"
         write_json_atomic(path, result)
@@ -94,6 +95,7 @@ def eval_tables(
 @click.option("--corpus", "corpus_dir", default=None, metavar="DIR",
               help="Score another corpus (a directory with train/valid/test) prepared with "
               "the run's vocabulary and class rules; λ is tuned on its valid.")  # fmt: skip
+@input_format_option
 @out_option("Where the tables' JSON goes [RUN/tables_<split>.json, RUN/tables_text.json].")
 @click.option("--lambda-objective", type=click.Choice(["table", "global"]), default="table",
               show_default=True, help="With the NSLM: tune the ensemble's λ on valid "
@@ -113,13 +115,17 @@ def eval_command(
     lambda_objective: str = "table",
     max_tokens: int = 0,
     ngram_order: int | None = None,
+    input_format: str = "plain",
     **paper: Any,
 ) -> None:
     """Score a trained RUN: the paper's Tables 2 and 3, or each head's global perplexity.
 
     With the NSLM (RUN/micro.json, from 'nslm micro fit RUN'): NNLM, HNLM, NSLM ensemble
     and NSLM-pure per class, in RUN/tables_<split>.json. With the neural heads only: their
-    global perplexity, in RUN/eval.json. Lower perplexity is better.
+    global perplexity, in RUN/eval.json. Lower perplexity is better. A --text file or a
+    --corpus directory is plain text (--input-format tokenized: already in the corpus's
+    tokens); it is also scored in bits per byte, word perplexity and OOV-adjusted perplexity,
+    which do not depend on the tokenization.
     """
     from nslm.ngram.counting import MAX_ORDER
 
@@ -147,16 +153,18 @@ def eval_command(
         raise NslmError(
             f"--cache, --crnn and --by-rarity need RUN/micro.json: run 'nslm micro fit {run}' first"
         )
-    texts, splits, lambdas = _outside_splits(run, text_file, corpus_dir, splits)
+    texts, plain, splits, lambdas = _outside_splits(
+        run, text_file, corpus_dir, splits, input_format
+    )
     if extras.wanted or use_nslm(run, model_kind, "eval"):
         factories = extras.factories(_ngram_factories(ngram_order))
         eval_tables(
             run, splits, lambda_objective, max_tokens, factories, keep_features=extras.cache,
-            texts=texts, lambdas=lambdas, out=out,
+            texts=texts, lambdas=lambdas, out=out, plain=plain,
         )  # fmt: skip
         extras.finish(run)
         return
-    _eval_heads(run, splits, max_tokens, ngram_order, texts, out)
+    _eval_heads(run, splits, max_tokens, ngram_order, texts, out, plain)
 
 
 def _ngram_factories(order: int | None) -> list[Factory]:
@@ -169,13 +177,21 @@ def _ngram_factories(order: int | None) -> list[Factory]:
 
 
 def _outside_splits(
-    run: Path, text_file: Path | None, corpus_dir: str | None, splits: Sequence[str]
-) -> tuple[dict[str, Split] | None, tuple[str, ...], dict[str, float] | None]:
-    """For --text / --corpus: the splits to score by name, their names, and the saved λ."""
+    run: Path,
+    text_file: Path | None,
+    corpus_dir: str | None,
+    splits: Sequence[str],
+    input_format: str = "plain",
+) -> tuple[
+    dict[str, Split] | None, dict[str, TextSplit] | None, tuple[str, ...], dict[str, float] | None
+]:
+    """For --text / --corpus: the splits to score by name, the prepared texts behind them
+    (none for a byte LM, which reads bytes), their names, and the saved λ."""
     if text_file is None and corpus_dir is None:
-        return None, tuple(splits), None
+        return None, None, tuple(splits), None
     if is_byte_run(run):
-        return _outside_byte_splits(text_file, corpus_dir, splits)
+        texts, names, _ = _outside_byte_splits(text_file, corpus_dir, splits)
+        return texts, None, names, None
     from nslm.data.fixed_vocab import prepare_corpus_dir, prepare_text_file
     from nslm.runs.assets import read_run_assets, saved_lambdas
 
@@ -185,11 +201,12 @@ def _outside_splits(
 
         corpus = load_run(run).corpus
     if corpus_dir is not None:
-        prepared = prepare_corpus_dir(corpus, corpus_dir)
+        prepared = prepare_corpus_dir(corpus, corpus_dir, input_format)
         for part in prepared.values():
             click.echo(f"eval: {part.describe()}", err=True)
-        return {name: part.split for name, part in prepared.items()}, tuple(splits), None
-    text = prepare_text_file(corpus, text_file, name="text")
+        texts = {name: part.split for name, part in prepared.items()}
+        return texts, dict(prepared), tuple(splits), None
+    text = prepare_text_file(corpus, text_file, "text", input_format)
     click.echo(f"eval: {text.describe()}", err=True)
     saved = saved_lambdas(run)
     lambdas = None
@@ -199,7 +216,7 @@ def _outside_splits(
     elif (run / "micro.json").is_file():
         click.echo("eval: no saved λ (run 'nslm eval RUN' once): tuning on the run's valid",
                    err=True)  # fmt: skip
-    return {"text": text.split}, ("text",), lambdas
+    return {"text": text.split}, {"text": text}, ("text",), lambdas
 
 
 def _outside_byte_splits(
@@ -225,13 +242,16 @@ def _eval_heads(
     ngram_order: int | None,
     texts: dict[str, Split] | None = None,
     out_path: Path | None = None,
+    plain: dict[str, TextSplit] | None = None,
 ) -> None:
-    """Global perplexity of each neural head (and an n-gram's); RUN/eval.json."""
+    """Global perplexity of each neural head (and an n-gram's); RUN/eval.json. A prepared
+    text (``plain``) also gets its tokenization-free figures under ``"text"``."""
     from nslm.atomic import write_json_atomic
-    from nslm.runs.load import load_run
+    from nslm.evaluation.text_scores import render_text_figures, text_figures
+    from nslm.runs.open import open_run
     from nslm.scores.passes import head_of
 
-    loaded = load_run(run)
+    loaded = open_run(run, micro="none").loaded
     ngram = None
     if ngram_order:
         from nslm.evaluation.ngram_columns import ngram_global, ngram_source
@@ -242,12 +262,20 @@ def _eval_heads(
     for split in splits:
         given = (texts or {}).get(split)
         part = head_of(given if given is not None else loaded.corpus.splits[split], max_tokens)
-        out[split] = scorer.score(part, tuple(loaded.cfg.heads)).head_figures(loaded.cfg.heads)
+        scores = scorer.score(part, tuple(loaded.cfg.heads))
+        out[split] = scores.head_figures(loaded.cfg.heads)
         if ngram is not None:  # beside the heads, on the same positions
             out[split][f"ppl_{ngram_order}-gram"] = ngram_global(ngram, part)
+        if plain and split in plain and not max_tokens:
+            heads = {h.upper(): getattr(scores, h) for h in loaded.cfg.heads}
+            out[split]["text"] = text_figures(heads, plain[split])
     path = out_path if out_path is not None else run / "eval.json"
     write_json_atomic(path, out)
     for split, row in out.items():
+        text = row.pop("text", None)
+        if text is not None:
+            click.echo(render_text_figures(text))
+            row["text"] = text
         if "bits_per_byte" in row:
             click.echo(f"{split}: {row['bits_per_byte']:.3f} bits per byte (lower is better), "
                        f"next-byte accuracy {row['accuracy']:.3f}")  # fmt: skip

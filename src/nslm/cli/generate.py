@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from nslm.cli.options import check_run, is_byte_run, micro_kind_option, model_option, use_nslm
+from nslm.cli.options import (
+    check_run,
+    hidden_alias,
+    input_format_option,
+    is_byte_run,
+    micro_kind_option,
+    model_option,
+    output_format_option,
+    use_nslm,
+)
+from nslm.data.text import prompt_line, text_form_of, to_plain
 from nslm.errors import NslmError
 from nslm.generation.ngram import generate_ngram
 from nslm.generation.sampling import Sampler, SamplingConfig
+
+if TYPE_CHECKING:
+    from nslm.runs.open import OpenRun
 
 NSLM = "nslm"
 
 
 @click.command("generate")
 @click.argument("run", type=click.Path(path_type=Path))
-@click.option("--prompt", default="", help="Text to continue (whitespace-tokenised).")
+@click.argument("prompt", required=False, default=None)
+@hidden_alias("--prompt", "prompt")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=50, show_default=True,
               help="How many tokens to generate.")  # fmt: skip
 @click.option("--temperature", type=float, default=1.0, show_default=True, help="0 = greedy.")
@@ -42,9 +57,11 @@ NSLM = "nslm"
               default=None, help="Byte LM, with --neuron: also write the coloured text "
               "as an HTML page.")  # fmt: skip
 @micro_kind_option
+@input_format_option
+@output_format_option
 def generate_command(
     run: Path,
-    prompt: str,
+    prompt: str | None,
     max_tokens: int,
     temperature: float,
     top_k: int,
@@ -56,17 +73,22 @@ def generate_command(
     html_out: Path | None = None,
     model_kind: str = "auto",
     micro_kind: str = "auto",
+    input_format: str = "plain",
+    output_format: str = "plain",
 ) -> None:
-    """Continue PROMPT with the LM in RUN: a training run directory (`nslm train`), an
-    n-gram model directory (`nslm ngram build`) or an ARPA file.
+    """Continue PROMPT (plain text; none: start a fresh line) with the LM in RUN: a training
+    run directory (`nslm train`), an n-gram model directory (`nslm ngram build`) or an ARPA
+    file.
 
     Through the NSLM (RUN/micro.json, from 'nslm micro fit RUN'), class tokens (years,
     places, …) come from the micro-models, so a generated year follows the previous one.
-    A sentence end (</s>, <eos>) is printed as a line break.
+    The prompt and its continuation are printed as plain text (--output-format tokenized:
+    as the model's tokens); a sentence end (</s>, <eos>) is a line break.
 
     A byte LM (docs/byte-lm.md) continues PROMPT byte by byte (--max-tokens counts bytes);
     --neuron colours the text by one neuron's cell state, --html writes it as a page too.
     """
+    prompt = prompt or ""
     config = SamplingConfig(temperature=temperature, top_k=top_k or None, top_p=top_p)
     sampler = Sampler(config, seed=seed)
     if is_byte_run(run):
@@ -82,28 +104,40 @@ def generate_command(
         return
     if neuron is not None or html_out is not None:
         raise NslmError("--neuron and --html need a byte-LM run (see docs/byte-lm.md)")
-    tokens = ["</s>" if t == "<eos>" else t for t in prompt.split()]
     if _is_ngram(run):
         if head == NSLM or show_classes or model_kind == NSLM:
             raise NslmError("an n-gram model has no micro-models: the NSLM needs a training run")
         from nslm.cli.ngram import load_model
 
-        generated = generate_ngram(load_model(run), tokens, max_tokens, sampler)
+        model = load_model(run)
+        form = text_form_of({}, model.itos)
+        tokens = _prompt_tokens(prompt, form, input_format)
+        generated = generate_ngram(model, tokens, max_tokens, sampler)
     else:
+        from nslm.runs.open import open_run
+
         check_run(run)
         model_kind = _model_of(run, model_kind, head, show_classes)
-        if use_nslm(run, model_kind, "generate"):
-            generated = _generate_nslm(run, prompt, max_tokens, sampler, show_classes,
-                                       micro_kind)  # fmt: skip
+        nslm = use_nslm(run, model_kind, "generate")
+        opened = open_run(run, micro=micro_kind if nslm else "none")
+        form = opened.text_form
+        if nslm:
+            tokens, generated = _generate_nslm(opened, prompt, max_tokens, sampler,
+                                               show_classes, input_format)  # fmt: skip
         else:
-            generated = _generate_neural(run, tokens, max_tokens, sampler, head)
-    lines: list[list[str]] = [[]]
-    for token in [*tokens, *generated]:
-        if token == "</s>":
-            lines.append([])
-        else:
-            lines[-1].append(token)
-    click.echo("\n".join(" ".join(line) for line in lines))
+            tokens = _prompt_tokens(prompt, form, input_format)
+            generated = _generate_neural(opened, tokens, max_tokens, sampler, head)
+    words = [*tokens, *generated]
+    if output_format == "tokenized" or show_classes:  # token/<class> marks read as tokens
+        click.echo(to_plain(words, "whitespace"))
+    else:
+        click.echo(to_plain(words, form))
+
+
+def _prompt_tokens(prompt: str, form: str, input_format: str) -> list[str]:
+    """The prompt's tokens as a neural or n-gram LM reads them (a line break: </s>)."""
+    line = prompt_line(prompt, form, input_format) if prompt.strip() else ""
+    return ["</s>" if t == "<eos>" else t for t in line.split()]
 
 
 def _model_of(run: Path, model_kind: str, head: str | None, show_classes: bool) -> str:
@@ -122,17 +156,18 @@ def _model_of(run: Path, model_kind: str, head: str | None, show_classes: bool) 
 
 
 def _generate_neural(
-    run: Path, tokens: list[str], max_tokens: int, sampler: Sampler, head: str | None
+    opened: OpenRun, tokens: list[str], max_tokens: int, sampler: Sampler, head: str | None
 ) -> list[str]:
     from nslm.data.vocab import EOS
     from nslm.generation.neural import generate_neural
-    from nslm.runs.load import load_run
 
-    loaded = load_run(run)
+    loaded = opened.loaded
     vocab = loaded.corpus.vocab
     head = head or loaded.cfg.heads[0]
     if head not in loaded.cfg.heads:
-        raise NslmError(f"{run} has no {head!r} head; it has {', '.join(loaded.cfg.heads)}")
+        raise NslmError(
+            f"{opened.run_dir} has no {head!r} head; it has {', '.join(loaded.cfg.heads)}"
+        )
     prompt_ids = [int(i) for i in vocab.encode([EOS if t == "</s>" else t for t in tokens])]
     ids = generate_neural(
         loaded.model, prompt_ids, max_tokens, sampler, head=head, eos_id=vocab.stoi[EOS]
@@ -140,25 +175,27 @@ def _generate_neural(
     return ["</s>" if vocab.itos[i] == EOS else vocab.itos[i] for i in ids]
 
 
-def _generate_nslm(run: Path, prompt: str, max_tokens: int, sampler: Sampler,
-                   show_classes: bool, micro_kind: str) -> list[str]:  # fmt: skip
-    """The NSLM (Eq. 4) continuation; the prompt is prepared as `nslm predict` prepares it."""
-    from nslm.config import total_threads
+def _generate_nslm(
+    opened: OpenRun,
+    prompt: str,
+    max_tokens: int,
+    sampler: Sampler,
+    show_classes: bool,
+    input_format: str,
+) -> tuple[list[str], list[str]]:
+    """The prompt's tokens (read as `nslm predict` reads them) and the NSLM (Eq. 4)
+    continuation."""
     from nslm.data.vocab import EOS
-    from nslm.generation.nslm_sampling import generate_nslm
-    from nslm.runs.context_micro import run_micro_models
-    from nslm.runs.load import load_run
-    from nslm.scores.passes import use_threads
+    from nslm.generation.nslm_sampling import NslmStepper, generate_with
 
-    loaded = load_run(run)
-    use_threads(total_threads(loaded.cfg))
-    micro = run_micro_models(loaded, micro_kind)
+    loaded = opened.loaded
+    stepper = NslmStepper(loaded, opened.micro, prompt.replace("</s>", EOS), input_format)
     itos, names = loaded.corpus.vocab.itos, loaded.corpus.class_names
     out = []
-    for g in generate_nslm(loaded, micro, prompt.replace("</s>", EOS), max_tokens, sampler):
+    for g in generate_with(stepper, max_tokens, sampler):
         token = "</s>" if itos[g.token_id] == EOS else itos[g.token_id]
         out.append(f"{token}/<{names[g.cls]}>" if show_classes and g.cls else token)
-    return out
+    return ["</s>" if t == EOS else t for t in stepper.prompt_tokens], out
 
 
 def _generate_bytes(

@@ -7,7 +7,9 @@
   ``--only year --only city``), through :func:`names_callback`;
 - prepared corpora: ``--prepared-dir`` (``--cache-dir`` stays accepted, hidden, since
   ``--cache`` means the neural cache of ``nslm eval``);
-- a training run: :data:`run_argument`, one message for a path that is not a run.
+- a training run: :data:`run_argument`, one message for a path that is not a run;
+- text: ``--input-format plain|tokenized`` for what a command reads, ``--output-format
+  plain|tokenized`` for the words it writes (:mod:`nslm.data.text`).
 """
 
 from __future__ import annotations
@@ -227,6 +229,20 @@ def is_byte_run(run: Path) -> bool:
         return False
     return is_byte_corpus(read_config_json(saved).corpus)
 
+
+# -- text in and out: one spelling on every command that reads or writes words (docs/text.md)
+
+input_format_option = click.option(
+    "--input-format", type=click.Choice(["plain", "tokenized"]), default="plain",
+    show_default=True, help="How the text is written: plain (tokenized here by the run's "
+    "rules, e.g. '1914,' reads as '1914 ,') or tokenized (already in the corpus's tokens, "
+    "e.g. WikiText's '1 @,@ 000'; read as it is).",
+)  # fmt: skip
+output_format_option = click.option(
+    "--output-format", type=click.Choice(["plain", "tokenized"]), default="plain",
+    show_default=True, help="How words are written back: plain text, or the model's tokens "
+    "(as the corpus writes them).",
+)  # fmt: skip
 
 micro_kind_option = click.option(
     "--micro", "micro_kind", type=click.Choice(["auto", "plain", "context"]), default="auto",

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from nslm.atomic import json_text
-from nslm.cli.options import micro_kind_option, run_argument
+from nslm.cli.options import input_format_option, micro_kind_option, run_argument
 from nslm.errors import NslmError
 
 
@@ -30,28 +30,24 @@ from nslm.errors import NslmError
     help="Ensemble weight of the NNLM [the Global λ of the last nslm eval, else 0: pure].",
 )
 @micro_kind_option
+@input_format_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict_command(run: Path, prompt: str, k: int, lam: float | None, micro_kind: str,
-                    as_json: bool) -> None:  # fmt: skip
+                    as_json: bool, input_format: str = "plain") -> None:  # fmt: skip
     """Top-k next tokens of PROMPT under the NNLM and the NSLM, with P(class) × P_MM.
 
-    Needs RUN/micro.json ('nslm micro fit RUN'). With context-aware micro-models, each
-    class also shows the gate's weights: which micro-model the context chose.
+    PROMPT is plain text ("in 1914, and died in"), tokenized by the run's rules; the first
+    line shows how it was read. The lists show tokens as the model sees them. Needs
+    RUN/micro.json ('nslm micro fit RUN'). With context-aware micro-models, each class also
+    shows the gate's weights: which micro-model the context chose.
     """
-    from nslm.config import total_threads
     from nslm.generation.predict import predict
     from nslm.generation.predict_text import render
-    from nslm.runs.assets import saved_global_lambda
-    from nslm.runs.context_micro import run_micro_models
-    from nslm.runs.load import load_run
-    from nslm.scores.passes import use_threads
+    from nslm.runs.open import open_run
 
-    if not (run / "micro.json").is_file():  # before the (slow) corpus load
+    if not (run / "micro.json").is_file():  # before the (slow) load
         raise NslmError(f"predict needs {run / 'micro.json'}: run 'nslm micro fit {run}' first")
-    loaded = load_run(run)
-    use_threads(total_threads(loaded.cfg))
-    micro = run_micro_models(loaded, micro_kind)
-    if lam is None:
-        lam = saved_global_lambda(run)
-    result = predict(loaded, micro, prompt, k=k, lam=lam)
+    opened = open_run(run, micro=micro_kind)
+    lam = opened.lam if lam is None else lam
+    result = predict(opened.loaded, opened.micro, prompt, k=k, lam=lam, input_format=input_format)
     click.echo(json_text(result) if as_json else render(result))

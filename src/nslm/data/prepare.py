@@ -27,6 +27,7 @@ from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.custom import ClassRule
 from nslm.data.locate import SPLITS, locate_corpus, user_cache_dir
 from nslm.data.tagging import TaggedText, class_names_for, tag_lines
+from nslm.data.text import text_form_of
 from nslm.data.textfile import read_text
 from nslm.data.units import Unit
 from nslm.data.vocab import Vocabulary
@@ -121,6 +122,7 @@ def _build(
                 place_coords[token] = [lat, lon]
     ambiguity = _ambiguity_report(tagged)
     meta = {
+        "text_form": text_form_of({}, voc.itos),  # what prompts are tokenized into
         "class_rules": [r.to_json() for r in rules],
         "unit_map": unit_map_json(unit_map),
         "place_types": place_types,

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from nslm.data.corpus import PreparedCorpus, Split
+from nslm.data.fixed_vocab import TextSplit
 from nslm.errors import NslmError
 from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.tables import (
@@ -25,6 +26,7 @@ from nslm.evaluation.tables import (
     table_classes,
     tables_for,
 )
+from nslm.evaluation.text_scores import render_text_figures, text_figures
 from nslm.micro.model import MicroModel
 from nslm.runs.load import LoadedRun
 from nslm.runs.micro import selected_summary
@@ -54,6 +56,7 @@ def evaluate_run(
     scorer: Scorer | None = None,
     splits: dict[str, Split] | None = None,
     lambdas: dict[str, float] | None = None,
+    plain: dict[str, TextSplit] | None = None,
 ) -> dict[str, Any]:
     """Score valid (for λ) and ``split``; return every table of the run as JSON-ready data.
 
@@ -62,7 +65,9 @@ def evaluate_run(
     (:class:`nslm.evaluation.columns.ColumnSource`); give the ``scorer`` the extras read
     from, so that all of them share its one backbone pass per split. ``splits`` replaces the
     corpus's splits by name (``nslm eval --text/--corpus``); ``lambdas`` ({"global": λ,
-    table: λ}, as a previous evaluation tuned them) skips validation altogether.
+    table: λ}, as a previous evaluation tuned them) skips validation altogether. ``plain``:
+    the prepared texts behind ``splits``, whose tokenization-free figures (bits per byte, word
+    and OOV-adjusted perplexity: :mod:`nslm.evaluation.text_scores`) go under ``"text"``.
     """
     if lambda_objective not in OBJECTIVES:
         raise NslmError(f"λ objective must be one of {', '.join(OBJECTIVES)}")
@@ -109,6 +114,8 @@ def evaluate_run(
         for source in extra:
             entry.update(source.describe(table, entry))
         out["tables"][table] = entry
+    if plain and split in plain:  # one model per column: the Global λ's ensemble
+        out["text"] = text_figures(target.columns(lam_global), plain[split])
     return out
 
 
@@ -123,6 +130,8 @@ def render(result: dict[str, Any]) -> str:
         )
         note = "\n".join([note, *entry.get("notes", [])])  # the extras' lines (cache row, …)
         blocks.append(render_table(entry, note))
+    if "text" in result:
+        blocks.append(render_text_figures(result["text"]))
     return "\n\n".join([*blocks, LEGEND])
 
 

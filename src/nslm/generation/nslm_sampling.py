@@ -125,14 +125,15 @@ class MicroContexts:
 class NslmStepper:
     """The NSLM's next-token distribution after a prompt, advanced one token at a time."""
 
-    def __init__(self, loaded: LoadedRun, micro: dict[str, MicroModel], prompt: str) -> None:
+    def __init__(self, loaded: LoadedRun, micro: dict[str, MicroModel], prompt: str,
+                 input_format: str = "plain") -> None:  # fmt: skip
         self.model, self.corpus = loaded.model, loaded.corpus
         self.scorer = loaded.scorer()
         self.micro = micro
         vocab = self.corpus.vocab
         self.eos_id = vocab.stoi[EOS]
         if prompt.strip():
-            split, self.prompt_tokens = prompt_split(loaded, prompt)
+            split, self.prompt_tokens = prompt_split(loaded, prompt, input_format=input_format)
             ids = split.token_ids[:-1].tolist()
             self.contexts = MicroContexts.from_prompt(micro, split, vocab.unk_id)
         else:  # start of a line, no class token read yet: every micro-model is its unigram
@@ -220,9 +221,15 @@ def generate_nslm(
     prompt: str,
     max_tokens: int,
     sampler: Sampler,
+    input_format: str = "plain",
 ) -> list[Generated]:
-    """Continue ``prompt`` (raw text) by up to ``max_tokens`` NSLM draws (generated only)."""
-    stepper = NslmStepper(loaded, micro, prompt)
+    """Continue ``prompt`` by up to ``max_tokens`` NSLM draws (generated only); the prompt is
+    read as :func:`~nslm.generation.predict.prompt_split` reads it."""
+    return generate_with(NslmStepper(loaded, micro, prompt, input_format), max_tokens, sampler)
+
+
+def generate_with(stepper: NslmStepper, max_tokens: int, sampler: Sampler) -> list[Generated]:
+    """Up to ``max_tokens`` NSLM draws from ``stepper``'s state on (generated only)."""
     out: list[Generated] = []
     for _ in range(max_tokens):
         token = sampler.sample(stepper.marginal(), log_space=True)

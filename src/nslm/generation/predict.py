@@ -25,6 +25,7 @@ from nslm.data.conversions import MAX_TARGET_UNITS, pending_conversion, unit_map
 from nslm.data.corpus import Split
 from nslm.data.numbers import quantity_before
 from nslm.data.tagging import tag_lines
+from nslm.data.text import prompt_line
 from nslm.data.vocab import EOS
 from nslm.errors import NslmError
 from nslm.micro.model import MicroModel
@@ -32,20 +33,26 @@ from nslm.runs.load import LoadedRun
 from nslm.scores.mixture import ensemble_log_probs
 from nslm.scores.passes import Scorer
 
-DEFAULT_PROMPT = "William the Conqueror won the Battle of Hastings in 1066 , and died in"
+DEFAULT_PROMPT = "William the Conqueror won the Battle of Hastings in 1066, and died in"
 
 
 def prompt_split(
-    loaded: LoadedRun, prompt: str, unit_map: dict | None = None
+    loaded: LoadedRun, prompt: str, unit_map: dict | None = None, input_format: str = "plain"
 ) -> tuple[Split, list[str]]:
     """The prompt as a one-article :class:`Split`, plus one slot for the token to predict
-    (``unit_map``: the corpus's conversions, when the caller has read them already)."""
+    (``unit_map``: the corpus's conversions, when the caller has read them already).
+
+    ``input_format``: ``plain`` text is tokenized by the run's rules (:mod:`nslm.data.text`:
+    "in 1914, and" reads as ``in 1914 , and``); ``tokenized`` text is read as it is."""
     corpus, cfg = loaded.corpus, loaded.cfg
     if unit_map is None:
         unit_map = unit_map_from_json(corpus.meta.get("unit_map", {}))
     if not prompt.strip():
         raise NslmError("the prompt is empty")
-    tagged = tag_lines([" " + prompt + " "], cfg.classes, class_rules_of(cfg))
+    line = prompt_line(prompt, loaded.text_form, input_format)
+    if not line.strip():
+        raise NslmError("the prompt has no tokens")
+    tagged = tag_lines([line], cfg.classes, class_rules_of(cfg))
     tokens = tagged.tokens[:-1]  # drop the <eos> tag_lines ends every line with
     classes, values = tagged.classes[:-1], tagged.values[:-1]
     coords = np.column_stack([tagged.lats[:-1], tagged.lons[:-1]]) if tokens else np.zeros((0, 2))
@@ -87,10 +94,12 @@ class PromptBatch:
         return len(self.tokens)
 
 
-def prompt_batch(loaded: LoadedRun, prompts: Sequence[str]) -> PromptBatch:
+def prompt_batch(
+    loaded: LoadedRun, prompts: Sequence[str], input_format: str = "plain"
+) -> PromptBatch:
     """:func:`prompt_split` of every prompt, joined."""
     unit_map = unit_map_from_json(loaded.corpus.meta.get("unit_map", {}))
-    parts = [prompt_split(loaded, p, unit_map) for p in prompts]
+    parts = [prompt_split(loaded, p, unit_map, input_format) for p in prompts]
     splits = [s for s, _ in parts]
     joined = Split(
         name="prompts",
@@ -148,6 +157,7 @@ def predict(
     k: int = 10,
     lam: float = 0.0,
     n_within: int = 3,
+    input_format: str = "plain",
 ) -> dict[str, Any]:
     """Top-k next tokens under the NNLM and the NSLM, with the NSLM's breakdown (Eq. 4).
 
@@ -155,7 +165,9 @@ def predict(
     likeliest members with P(w | c), and for a class with a micro-model each member's value
     and coordinates (a chart of years, a map of places).
     """
-    return predict_many(loaded, micro, [prompt], k=k, lam=lam, n_within=n_within)[0]
+    return predict_many(
+        loaded, micro, [prompt], k=k, lam=lam, n_within=n_within, input_format=input_format
+    )[0]
 
 
 @torch.no_grad()
@@ -167,12 +179,13 @@ def predict_many(
     k: int = 10,
     lam: float = 0.0,
     n_within: int = 3,
+    input_format: str = "plain",
 ) -> list[dict[str, Any]]:
     """:func:`predict` of several prompts at once: one backbone pass, one call of each
     micro-model and one full distribution for all of them (the explorer's concurrent
     requests)."""
     corpus = loaded.corpus
-    batch = prompt_batch(loaded, prompts)
+    batch = prompt_batch(loaded, prompts, input_format)
     scorer = loaded.scorer()
     last, nnlm = nnlm_next(loaded, scorer, batch)
     rows, contexts = micro_contexts(micro, batch, last)

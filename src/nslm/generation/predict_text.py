@@ -13,7 +13,7 @@ WIDTH = 80
 
 def render(result: dict[str, Any]) -> str:
     """The prediction as text in 80 columns: two top-k lists, then P(class) × P_MM per class."""
-    lines = [f"prompt: {' '.join(result['tokens'])}"]
+    lines = [f"prompt: {result['prompt']}", f"read as: {' '.join(result['tokens'])}"]
     if result.get("oov"):
         lines.append(f"not in the vocabulary, read as <unk>: {', '.join(result['oov'])}")
     lam = result["lambda"]

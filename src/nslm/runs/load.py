@@ -12,6 +12,7 @@ from pathlib import Path
 
 from nslm.config import TrainConfig, read_config_json
 from nslm.data.corpus import PreparedCorpus
+from nslm.data.text import text_form_of
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
@@ -29,6 +30,12 @@ class LoadedRun:
     corpus: PreparedCorpus  # a nslm.runs.assets.RunCorpus unless load_run was given one
     run_dir: Path
     classes: ClassFactor | None = None  # the HNLM's top level, or the single-task sum (Table 8)
+
+    @property
+    def text_form(self) -> str:
+        """How the run's corpus writes its tokens (:mod:`nslm.data.text`): what plain text is
+        tokenized into, and what tokens are joined back from."""
+        return text_form_of(self.corpus.meta, self.corpus.vocab.itos)
 
     def scorer(self, *, keep_features: bool = False) -> Scorer:
         """The one scoring pass with this run's evaluation settings (batch size, BPTT)."""
