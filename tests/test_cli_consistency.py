@@ -1,5 +1,5 @@
 """One spelling per job across the ``nslm`` commands, and a first run without stumbles:
-bare ``nslm``, the ``fit-micro`` alias, list options, ``--model``, the missing-run message,
+bare ``nslm``, the hidden ``fit-micro`` alias, list options, ``--model``, the missing-run message,
 help texts and the training messages."""
 
 from __future__ import annotations
@@ -138,12 +138,15 @@ def test_auto_says_which_model_and_why(bare_run: Path, capsys) -> None:
     assert not capsys.readouterr().err  # an explicit choice needs no explanation
 
 
-def test_fit_micro_is_a_documented_alias_of_micro_fit(
+def test_fit_micro_is_a_hidden_alias_of_micro_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """One documented name, ``nslm micro fit``; the old ``fit-micro`` stays accepted."""
     alias, canonical = cli.commands["fit-micro"], cli.commands["micro"].commands["fit"]  # type: ignore[attr-defined]
-    assert alias.callback is canonical.callback and not alias.hidden
+    assert alias.callback is canonical.callback and alias.hidden
     assert "Alias of 'nslm micro fit'" in (alias.help or "")
+    assert main(["--help"]) == 0
+    assert "fit-micro" not in capsys.readouterr().out
     corpus = make_corpus(tmp_path / "years")
     common = ["--corpus", str(corpus), "--classes", "numbers", "--prepared-dir",
               str(tmp_path / "prepared"), "--fast"]  # fmt: skip

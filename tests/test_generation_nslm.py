@@ -249,7 +249,7 @@ def test_cli_errors(run: Path, tmp_path: Path, capsys) -> None:
     bare = tmp_path / "bare"
     shutil.copytree(run, bare, ignore=shutil.ignore_patterns("micro.json"))
     for args, needle in [
-        (["generate", str(bare), "--head", "nslm", "--prompt", "a"], "fit-micro"),
+        (["generate", str(bare), "--head", "nslm", "--prompt", "a"], "micro fit"),
         (["generate", str(bare), "--show-classes", "--prompt", "a"], "--show-classes"),
         (["generate", str(run), "--head", "nnlm", "--show-classes"], "--show-classes"),
     ]:

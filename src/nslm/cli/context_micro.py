@@ -1,4 +1,4 @@
-"""``nslm fit-micro RUN --context``: fit and summarise the run's context-aware micro-models."""
+"""``nslm micro fit RUN --context``: fit and summarise the run's context-aware micro-models."""
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ def fit(run: Path | None, fast: bool, only: tuple[str, ...], metrics: tuple[str,
         if run is None or any([fast, only, metrics, pdfs, plugins, class_file, out, corpus,
                                classes, prepared_dir]):  # fmt: skip
             raise NslmError(
-                "--context takes RUN and --components only (after 'nslm fit-micro RUN')"
+                "--context takes RUN and --components only (after 'nslm micro fit RUN')"
             )
         fit_context(run, components)
         return
@@ -131,6 +131,7 @@ fit_micro_command = click.Command(
     help="Alias of 'nslm micro fit' (same options): the {metric, PDF} grid search per class "
     "of RUN (paper Table 1, step 4) into RUN/micro.json.",
     short_help="Alias of 'nslm micro fit'.",
+    hidden=True,  # one documented name: nslm micro fit
 )
 
 

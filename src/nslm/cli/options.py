@@ -161,8 +161,7 @@ def use_nslm(run: Path, model_kind: str, command: str) -> bool:
             raise NslmError(f"{run} is a byte LM: it has no classes, so no NSLM")
         if not micro.is_file():
             raise NslmError(
-                f"the NSLM needs {micro}: run 'nslm micro fit {run}' "
-                f"(alias 'nslm fit-micro {run}') first"
+                f"the NSLM needs {micro}: run 'nslm micro fit {run}' first"
             )
         return True
     if model_kind == "neural":
@@ -247,5 +246,5 @@ output_format_option = click.option(
 micro_kind_option = click.option(
     "--micro", "micro_kind", type=click.Choice(["auto", "plain", "context"]), default="auto",
     show_default=True, help="The micro-models: the context-aware ones when RUN has them "
-    "(auto; 'nslm fit-micro RUN --context'), the plain ones, or the context-aware ones.",
+    "(auto; 'nslm micro fit RUN --context'), the plain ones, or the context-aware ones.",
 )  # fmt: skip

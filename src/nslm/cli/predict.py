@@ -16,11 +16,12 @@ from nslm.errors import NslmError
 @click.argument("prompt")
 @click.option(
     "-k",
+    "--top-k",
     "k",
     type=click.IntRange(1, 100),
     default=10,
     show_default=True,
-    help="How many next tokens to list.",
+    help="How many next tokens to list: the k likeliest.",
 )
 @click.option(
     "--lambda",

@@ -4,7 +4,7 @@ Softmax Bottleneck").
 The corpus has one pair of consecutive integers per line, ``n , n+1`` for n = 1 … N; about a
 tenth of the pairs are held out as the test split. The real pipeline runs on it: prepare
 (``classes = "none"`` and the user class ``num=\\d+``) → train the paper's 100-dimensional
-LSTM with NNLM and HNLM heads → fit-micro with the ``diff`` metric → score. Only the second
+LSTM with NNLM and HNLM heads → micro fit with the ``diff`` metric → score. Only the second
 number of each pair is scored, the one f(n) = n + 1 decides: the first is drawn at random (no
 model beats ≈ N on it) and the separators are certain, so both would only pull every model
 toward the same constant (docs/experiments.md).
@@ -138,7 +138,7 @@ def train_config(cfg: IncrementConfig, corpus_dir: Path, progress: bool = False)
 def run_one(
     n: int, cfg: IncrementConfig, work: Path, say: Callable[[str], None], progress: bool = False
 ) -> dict[str, Any]:
-    """One corpus size: write the corpus → prepare → train → fit-micro (diff) → score."""
+    """One corpus size: write the corpus → prepare → train → micro fit (diff) → score."""
     from nslm.data import prepare_corpus
     from nslm.data.custom import parse_class_rule
     from nslm.perplexity import perplexity
@@ -163,7 +163,7 @@ def run_one(
     trained = train(tcfg, work / "run")
     t_train = time.perf_counter() - t0
 
-    say(f"N={n}: fit-micro (diff) and score")
+    say(f"N={n}: micro fit (diff) and score")
     t0 = time.perf_counter()
     loaded = load_run(work / "run", corpus=corpus)
     # The paper's micro-model for this task is the difference metric; its PDF is chosen on

@@ -1,6 +1,6 @@
 """Fit micro-models for a prepared corpus end to end: classes → grid search → evaluation → JSON.
 
-This is what ``nslm micro fit`` runs, and what ``nslm fit-micro RUN`` will run for a training
+This is what ``nslm micro fit`` runs, and what ``nslm micro fit RUN`` will run for a training
 run; it needs no language model (see :mod:`nslm.micro.selection`).
 """
 

@@ -119,7 +119,7 @@ def micro_models(run: Path) -> Section | None:
 
 
 def context_models(run: Path) -> Section | None:
-    """The context-aware micro-models (``nslm fit-micro RUN --context``): per class, its
+    """The context-aware micro-models (``nslm micro fit RUN --context``): per class, its
     components and whether the gate beat the plain micro-model on valid."""
     path = run / "micro_context.json"
     if not path.is_file():

@@ -1,6 +1,6 @@
 """The context-aware micro-models of a run: ``RUN/micro_context.json`` + ``.safetensors``.
 
-``nslm fit-micro RUN --context`` fits, for each class of ``micro.json``, on the LM's hidden
+``nslm micro fit RUN --context`` fits, for each class of ``micro.json``, on the LM's hidden
 states at the class's train positions (the LM frozen), with its L2 weight chosen on valid:
 
 * a gate over the class's K best grid cells and the selected cell's restricted parts
@@ -147,7 +147,7 @@ def load_run_context(loaded: LoadedRun, plain: dict[str, MicroModel]) -> dict[st
     payload = read_json(run / CONTEXT_FILE)
     if payload.get("lm_fingerprint") != lm_fingerprint(loaded.model):
         raise NslmError(f"{run / CONTEXT_FILE} was fitted on other LM weights; run "
-                        f"'nslm fit-micro {run} --context' again")  # fmt: skip
+                        f"'nslm micro fit {run} --context' again")  # fmt: skip
     try:
         tensors = load_file(str(run / CONTEXT_TENSORS))
     except (SafetensorError, OSError) as exc:  # truncated, not safetensors (a pickle), …
@@ -160,13 +160,13 @@ def load_run_context(loaded: LoadedRun, plain: dict[str, MicroModel]) -> dict[st
         if kind is None:
             raise NslmError(
                 f"{run / CONTEXT_FILE}: <{name}> has an unknown kind "
-                f"{entry.get('kind')!r}; run 'nslm fit-micro {run} --context' again"
+                f"{entry.get('kind')!r}; run 'nslm micro fit {run} --context' again"
             )
         model_class, keys = kind
         found = {k[len(name) + 1 :]: v for k, v in tensors.items() if k.startswith(f"{name}.")}
         if any(k not in found for k in keys):
             raise NslmError(f"{run / CONTEXT_TENSORS} lacks <{name}>'s {', '.join(keys)}: run "
-                            f"'nslm fit-micro {run} --context' again")  # fmt: skip
+                            f"'nslm micro fit {run} --context' again")  # fmt: skip
         out[name] = model_class.from_json(entry, plain[name].cls, found)
     return out
 
@@ -180,6 +180,6 @@ def run_micro_models(loaded: LoadedRun, kind: str = "auto") -> dict[str, Any]:
     if kind == "plain" or (kind == "auto" and not has_context_models(loaded.run_dir)):
         return plain
     if not has_context_models(loaded.run_dir):
-        raise NslmError(f"no {Path(loaded.run_dir) / CONTEXT_FILE}: run 'nslm fit-micro "
+        raise NslmError(f"no {Path(loaded.run_dir) / CONTEXT_FILE}: run 'nslm micro fit "
                         f"{loaded.run_dir} --context' first")  # fmt: skip
     return load_run_context(loaded, plain)

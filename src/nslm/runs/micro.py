@@ -1,6 +1,6 @@
 """The micro-models of a training run: ``RUN/micro.json``, fitted on the run's own corpus.
 
-``nslm fit-micro RUN`` runs the exhaustive {metric, PDF} grid search of paper Table 1, step 4
+``nslm micro fit RUN`` runs the exhaustive {metric, PDF} grid search of paper Table 1, step 4
 (:mod:`nslm.micro.selection`) for every class the run's HNLM predicts a tag for, on the
 corpus the run was trained on (same ``classes`` and ``class_rules``, hence the same
 vocabulary), and writes the selections, every grid cell and every fitted parameter next to
@@ -116,7 +116,7 @@ def load_run_micro(loaded: LoadedRun, path: Path | None = None) -> dict[str, Mic
     """The fitted micro-models of a run, checked against its vocabulary and its HNLM tags."""
     path = Path(path) if path is not None else Path(loaded.run_dir) / MICRO_FILE
     if not path.is_file():
-        raise NslmError(f"no {path}: run 'nslm fit-micro {loaded.run_dir}' first")
+        raise NslmError(f"no {path}: run 'nslm micro fit {loaded.run_dir}' first")
     payload = read_micro_json(path)
     for spec in payload.get("plugins", []):
         load_plugin(spec)  # plug-in metrics/PDFs must be registered before the models load
