@@ -54,14 +54,12 @@ def train(minutes: float, run_dir: Path) -> tuple[list[str], float]:
 
 def extraction_rate(run_dir: Path) -> dict[str, float]:
     """Bytes/s of final_states over the held-out validation reviews (2 threads)."""
-    import torch
 
     from nslm.data.bytes import imdb_split_reviews
     from nslm.probes.states import final_states
-    from nslm.runs.load import load_run
+    from nslm.runs.open import open_run
 
-    torch.set_num_threads(2)
-    loaded = load_run(run_dir)
+    loaded = open_run(run_dir, micro="none", threads=2).loaded
     reviews = imdb_split_reviews()["valid"]
     start = time.perf_counter()
     final_states(loaded, reviews)

@@ -29,9 +29,8 @@ from nslm.atomic import write_json_atomic
 from nslm.evaluation.cache_column import SUFFIX, CacheSource
 from nslm.evaluation.report import evaluate_run, render
 from nslm.evaluation.tables import build_table, tables_for
-from nslm.runs.load import load_run
-from nslm.runs.micro import load_run_micro, selected_summary
-from nslm.scores.passes import use_threads
+from nslm.runs.micro import selected_summary
+from nslm.runs.open import open_run
 
 RESULTS = Path(__file__).parent / "results" / "cache_cost.json"
 TARGET = 1.5
@@ -65,9 +64,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     wall = time.perf_counter()
-    use_threads(args.threads)
-    loaded = load_run(args.run)
-    micro = load_run_micro(loaded)
+    opened = open_run(args.run, micro="plain", threads=args.threads)
+    loaded, micro = opened.loaded, opened.micro
 
     log("evaluate_run on test with the cache (tuned on valid)")
     t0 = time.perf_counter()

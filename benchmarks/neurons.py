@@ -36,12 +36,12 @@ from pathlib import Path
 
 from machine import machine_info, today
 from nslm.atomic import write_json_atomic
-from nslm.config import total_threads
 from nslm.perplexity import bits_per_token
 from nslm.probes import pipeline
 from nslm.probes.plots import emergence_plot
-from nslm.runs.load import kept_checkpoints, load_run, require_byte_lm
-from nslm.scores.passes import head_of, use_threads
+from nslm.runs.load import kept_checkpoints
+from nslm.runs.open import open_run
+from nslm.scores.passes import head_of
 
 OUT = Path(__file__).parent / "results" / "neurons.json"
 
@@ -81,7 +81,7 @@ def emergence(run: Path, args: argparse.Namespace) -> list[dict]:
     for minutes, weights, trained in marks:
         log(f"emergence: {weights} ({minutes:g} minutes, {trained:,} bytes)")
         point = {"minutes": round(minutes, 2), "bytes": int(trained)}
-        point.update(probe_point(load_run(run, weights=weights), args))
+        point.update(probe_point(open_run(run, micro="none", weights=weights).loaded, args))
         log(f"emergence: {point}")
         points.append(point)
     return points
@@ -115,9 +115,7 @@ def main() -> None:
     started = time.perf_counter()
     if not (args.run / "results.json").is_file():
         raise SystemExit(f"error: {args.run} has no results.json: a finished byte-LM run, please")
-    loaded = load_run(args.run)
-    require_byte_lm(loaded, "benchmarks/neurons.py")
-    use_threads(total_threads(loaded.cfg))
+    loaded = open_run(args.run, micro="none", byte_lm="benchmarks/neurons.py").loaded
     probes = args.run / "probes"
     log("SST-2")
     sst = pipeline.sentiment(loaded, probes / "sentiment-sst2", batch_size=args.batch_size,

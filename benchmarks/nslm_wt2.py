@@ -33,7 +33,7 @@ from pathlib import Path
 from context_prompts import prompt_results
 from machine import machine_info, today
 from nslm.atomic import write_json_atomic
-from nslm.config import class_rules_of, load_config, total_threads
+from nslm.config import class_rules_of, load_config
 from nslm.data import prepare_corpus
 from nslm.evaluation.context_column import ContextSource
 from nslm.evaluation.ngram_columns import column_names, ngram_source
@@ -44,9 +44,8 @@ from nslm.runs.context_micro import (
     load_run_context,
     write_run_context,
 )
-from nslm.runs.load import load_run
 from nslm.runs.micro import fit_run_micro, load_run_micro, write_run_micro
-from nslm.scores.passes import use_threads
+from nslm.runs.open import open_run
 from nslm.training.loop import train
 
 RESULTS = Path(__file__).parent / "results" / "nslm_wt2.json"
@@ -91,8 +90,7 @@ def main() -> None:
         train(cfg, run_dir, resume=(run_dir / "latest.json").is_file())
         out["train_seconds"] = time.perf_counter() - t0
         out["trained_here"] = True
-    loaded = load_run(run_dir)
-    use_threads(args.threads or total_threads(loaded.cfg))
+    loaded = open_run(run_dir, micro="none", threads=args.threads or True).loaded
     out["run"] = str(run_dir)
     out["config"] = loaded.cfg.to_json()
 

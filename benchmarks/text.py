@@ -203,7 +203,7 @@ def ewt_plain(run: Path, work: Path) -> dict:
     """UD English EWT test as plain text (its ``# text =`` lines) scored with ``nslm eval
     --text``; its class tokens against those of the gold tokens."""
     from nslm.cli import main
-    from nslm.runs.load import load_run
+    from nslm.runs.open import open_run
 
     sentences = read_conllu(DATA / "ud-english-ewt" / "test.conllu.xz")
     text = work / "ewt-test.txt"
@@ -213,7 +213,7 @@ def ewt_plain(run: Path, work: Path) -> dict:
     if code != 0:
         raise SystemExit(f"nslm eval --text failed with {code}")
     tables = json.loads(out.read_text(encoding="utf-8"))
-    loaded = load_run(run)
+    loaded = open_run(run, micro="none", threads=False).loaded
     classes = str(loaded.corpus.meta.get("classes_option", "all"))
     plain = class_counts(corpus_lines(text.read_text(encoding="utf-8"), loaded.text_form), classes)
     gold = class_counts([wikitext_gold(words) for _, words in sentences], classes)

@@ -47,30 +47,33 @@ def open_run(
     run_dir: Path | str,
     *,
     micro: str = "auto",
-    threads: bool = True,
+    threads: bool | int = True,
     byte_lm: str | None = None,
     corpus=None,
+    weights: Path | str | None = None,
 ) -> OpenRun:
     """Open ``run_dir`` for scoring, prediction or generation.
 
     ``micro``: which micro-models (:data:`MICRO_CHOICES`); ``plain`` and ``context`` are a
-    one-line error when the run lacks them. ``threads``: use the threads the run trained with
-    (all its processes' together). ``byte_lm``: a command that needs a one-layer byte LSTM,
-    named in the error when the run is not one. ``corpus``: a prepared corpus instead of the
-    run's own assets (scoring a split of the corpus it was trained on).
+    one-line error when the run lacks them. ``threads``: ``True``, the threads the run trained
+    with (all its processes' together); a number, that many; ``False``, leave torch's setting.
+    ``byte_lm``: a command that needs a one-layer byte LSTM, named in the error when the run
+    is not one. ``corpus``: a prepared corpus instead of the run's own assets (scoring a split
+    of the corpus it was trained on). ``weights``: another weights file of the run (a kept
+    checkpoint; :func:`~nslm.runs.load.kept_checkpoints`).
     """
     if micro not in MICRO_CHOICES:
         raise NslmError(f"--micro must be one of {', '.join(MICRO_CHOICES)}, not {micro!r}")
     # before torch starts its pool: spinning OpenMP threads slow a shared CPU down
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    loaded = load_run(run_dir, corpus)
+    loaded = load_run(run_dir, corpus, weights=weights)
     if byte_lm is not None:
         require_byte_lm(loaded, byte_lm)
-    if threads:
+    if threads is not False:
         from nslm.config import total_threads
         from nslm.scores.passes import use_threads
 
-        use_threads(total_threads(loaded.cfg))
+        use_threads(total_threads(loaded.cfg) if threads is True else int(threads))
     run = OpenRun(loaded)
     has_plain = (Path(run_dir) / "micro.json").is_file()
     if micro == "none" or (micro == "auto" and not has_plain):
