@@ -160,9 +160,7 @@ def use_nslm(run: Path, model_kind: str, command: str) -> bool:
         if is_byte_run(run):
             raise NslmError(f"{run} is a byte LM: it has no classes, so no NSLM")
         if not micro.is_file():
-            raise NslmError(
-                f"the NSLM needs {micro}: run 'nslm micro fit {run}' first"
-            )
+            raise NslmError(f"the NSLM needs {micro}: run 'nslm micro fit {run}' first")
         return True
     if model_kind == "neural":
         return False
