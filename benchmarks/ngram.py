@@ -44,7 +44,7 @@ def _peak_mb() -> float:
 
 def worker_prepared(order: int) -> dict:
     from nslm.data import prepare_corpus
-    from nslm.evaluation.perplexity import class_perplexities
+    from nslm.evaluation.class_perplexity import class_perplexities
     from nslm.ngram.build import build_model, prepared_stream
 
     corpus = prepare_corpus("wikitext-2", "all")

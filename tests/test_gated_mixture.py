@@ -85,8 +85,8 @@ def test_shapes_are_checked() -> None:
 @pytest.mark.realdata
 def test_a_restricted_year_model_keeps_only_later_years(wt2_numbers) -> None:
     from nslm.micro.classdata import builtin_class
-    from nslm.micro.context import Context
     from nslm.micro.gated import Restricted
+    from nslm.micro.history import Context
     from nslm.micro.model import MicroModel
 
     year = builtin_class(wt2_numbers, "year")

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from nslm.evaluation.perplexity import class_perplexities
+from nslm.evaluation.class_perplexity import class_perplexities
 from nslm.ngram.build import build_model, prepared_stream, score_split
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]

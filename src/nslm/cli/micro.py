@@ -190,7 +190,7 @@ def _fit_corpus(corpus: str, classes: str, prepared_dir: Path | None, only: list
 def eval_(corpus: str | None, classes: str | None, prepared_dir: Path | None,
           plugins: tuple[str, ...], micro_path: Path, as_json: bool) -> None:  # fmt: skip
     """P_MM vs class-unigram perplexity per class on valid and test, from a micro.json."""
-    from nslm.evaluation.perplexity import perplexity
+    from nslm.evaluation.class_perplexity import perplexity
     from nslm.micro.model import unigram_log_probs
     from nslm.micro.store import load_micro_models
 

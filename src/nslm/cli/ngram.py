@@ -22,7 +22,7 @@ from nslm.cli.options import (
 from nslm.data.locate import locate_corpus
 from nslm.data.prepare import prepare_corpus
 from nslm.errors import NslmError
-from nslm.evaluation.perplexity import class_perplexities, perplexity
+from nslm.evaluation.class_perplexity import class_perplexities, perplexity
 from nslm.ngram.arpa import read_arpa, write_arpa
 from nslm.ngram.build import (
     METHODS,

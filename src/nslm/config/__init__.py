@@ -1,4 +1,4 @@
-"""Stage 0, the experiment: one TOML file per run (``configs/``) read into a
+"""The experiment: one TOML file per run (``configs/``) read into a
 :class:`TrainConfig` with dataclass defaults and ``--set key=value`` overrides."""
 
 from nslm.config.checks import HEAD_NAMES, class_rules_of, validate

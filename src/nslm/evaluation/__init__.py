@@ -7,6 +7,6 @@ into per-class perplexities and the paper's Tables 2 and 3, with their optional 
 tables").
 """
 
-from nslm.evaluation.perplexity import class_perplexities, perplexity
+from nslm.evaluation.class_perplexity import class_perplexities, perplexity
 
 __all__ = ["class_perplexities", "perplexity"]

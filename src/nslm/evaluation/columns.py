@@ -3,7 +3,7 @@ rarity recorder implements to take part in :func:`nslm.evaluation.report.evaluat
 
 A source is called with (split name, split, the columns so far) for "valid" and for the
 reported split, once per table, and returns new columns of per-position log-probabilities
-(the :func:`nslm.evaluation.perplexity.class_perplexities` contract: float64, one per
+(the :func:`nslm.evaluation.class_perplexity.class_perplexities` contract: float64, one per
 position, NaN = unscored). Sources run in order, so a later one can build on an earlier
 one's columns (the cache mixes into every column before it). The two hooks have no-op
 defaults; a source overrides only what it needs. Sources that need the backbone's outputs

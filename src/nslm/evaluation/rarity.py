@@ -18,8 +18,8 @@ import numpy as np
 
 from nslm.atomic import write_bytes_atomic
 from nslm.data.corpus import PreparedCorpus, Split
+from nslm.evaluation.class_perplexity import AGGREGATES
 from nslm.evaluation.columns import ColumnSource
-from nslm.evaluation.perplexity import AGGREGATES
 from nslm.evaluation.tables import fmt_ppl, table_classes
 from nslm.perplexity import perplexity
 

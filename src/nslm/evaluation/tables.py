@@ -20,7 +20,7 @@ import numpy as np
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.numbers import NUMBER_CLASSES
 from nslm.data.places import PLACE_CLASSES
-from nslm.evaluation.perplexity import class_perplexities
+from nslm.evaluation.class_perplexity import class_perplexities
 from nslm.perplexity import perplexity
 
 # table key → (title, aggregate row, the family's classes or None for "the user classes")

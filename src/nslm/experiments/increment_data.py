@@ -95,7 +95,7 @@ def write_corpus(
 def second_numbers(split) -> np.ndarray:
     """The scored positions: a class token with another before it in its article (one pair
     per article), i.e. each pair's second number, where the diff metric applies."""
-    from nslm.micro.context import previous_index
+    from nslm.micro.history import previous_index
 
     is_num = split.rule_class_ids > 0
     return np.flatnonzero(is_num & (previous_index(is_num, split.article_ids) >= 0))

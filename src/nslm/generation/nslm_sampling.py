@@ -43,7 +43,7 @@ from nslm.data.numbers import is_number, number_value
 from nslm.data.vocab import EOS
 from nslm.generation.predict import prompt_split
 from nslm.generation.sampling import Sampler
-from nslm.micro.context import Context
+from nslm.micro.history import Context
 from nslm.micro.model import MicroModel
 from nslm.runs.load import LoadedRun
 from nslm.scores.distribution import FullDistribution

@@ -5,7 +5,7 @@ User code extends the registries without editing nslm: :func:`register_metric` a
 """
 
 from nslm.micro.classdata import Candidates, ClassData, builtin_class, regex_class
-from nslm.micro.context import CONTEXT_MODES, Context, previous_index
+from nslm.micro.history import CONTEXT_MODES, Context, previous_index
 from nslm.micro.metrics import Metric, get_metric, metric_names, register_metric
 from nslm.micro.model import MicroModel
 from nslm.micro.pdfs import Pdf, get_pdf, pdf_names, register_pdf

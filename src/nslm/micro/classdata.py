@@ -19,7 +19,7 @@ from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.numbers import NUMBER_CLASSES, is_number, number_value
 from nslm.data.places import PLACE_CLASSES
 from nslm.errors import NslmError
-from nslm.micro.context import Context, previous_index
+from nslm.micro.history import Context, previous_index
 
 FAMILIES = {"numbers": NUMBER_CLASSES, "places": PLACE_CLASSES}
 

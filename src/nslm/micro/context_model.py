@@ -26,7 +26,6 @@ import numpy as np
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.micro.classdata import ClassData
-from nslm.micro.context import Context
 from nslm.micro.gated import (
     RESTRICTIONS,
     GatedMixture,
@@ -34,6 +33,7 @@ from nslm.micro.gated import (
     as_rows,
     compares_with_context,
 )
+from nslm.micro.history import Context
 from nslm.micro.model import MicroModel, log_prob_at
 from nslm.micro.pdfs import Pdf
 

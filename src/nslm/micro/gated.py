@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from nslm.errors import NslmError
-from nslm.micro.context import Context
+from nslm.micro.history import Context
 from nslm.micro.logspace import log_normalise, logsumexp
 from nslm.micro.model import MicroModel, metric_matrix
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from nslm.errors import NslmError
 from nslm.micro.classdata import Candidates
-from nslm.micro.context import Context
+from nslm.micro.history import Context
 
 # Fields a metric may need. Candidate fields must be finite for every member of V_c;
 # context fields decide per position whether the metric applies (else: unigram fall-back).

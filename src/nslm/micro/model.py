@@ -20,7 +20,7 @@ import numpy as np
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.micro.classdata import ClassData
-from nslm.micro.context import CONTEXT_MODES, Context
+from nslm.micro.history import CONTEXT_MODES, Context
 from nslm.micro.logspace import log_normalise
 from nslm.micro.metrics import Metric, get_metric
 from nslm.micro.pdfs import Pdf, get_pdf

@@ -22,7 +22,7 @@ import numpy as np
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
 from nslm.micro.classdata import ClassData
-from nslm.micro.context import CONTEXT_MODES
+from nslm.micro.history import CONTEXT_MODES
 from nslm.micro.metrics import get_metric, metric_names
 from nslm.micro.model import (
     MicroModel,

@@ -33,8 +33,8 @@ import torch
 
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
-from nslm.micro.context import Context
 from nslm.micro.gated import as_rows, compares_with_context, standard_scale, standardise
+from nslm.micro.history import Context
 from nslm.micro.logspace import log_normalise
 from nslm.micro.model import MicroModel, metric_matrix
 

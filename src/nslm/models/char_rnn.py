@@ -25,7 +25,7 @@ from torch import nn
 from nslm.atomic import read_tensors, write_bytes_atomic, write_json_atomic
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.errors import NslmError
-from nslm.micro.context import previous_index
+from nslm.micro.history import previous_index
 
 PAD, END, SEP = 0, 1, 2  # SEP ends the context; the target's characters follow it
 

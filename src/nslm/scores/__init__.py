@@ -1,2 +1,2 @@
-"""Stage 4, scores: a trained model and its micro-models turned into per-position
+"""Scores: a trained model and its micro-models turned into per-position
 log-probabilities (the one scoring pass), the NSLM of paper Eq. 4 and the ensemble."""

@@ -1,4 +1,5 @@
-"""The context a micro-model conditions on: w_{t-1}^{(c)} of paper Eq. 1, found per position.
+"""A class token's history: w_{t-1}^{(c)} of paper Eq. 1, the previous class token a micro-model
+conditions on, found per position.
 
 Paper Eq. 1 conditions P_MM on "the most recent occurrence of a class token preceding w_t".
 That leaves two readings of "class"; both are supported here (docs/micro-models.md, "Metrics"):
