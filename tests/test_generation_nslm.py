@@ -25,7 +25,8 @@ from nslm.generation.nslm_sampling import (
     choose_reading,
     generate_nslm,
 )
-from nslm.generation.predict import predict, prompt_split
+from nslm.generation.predict import predict
+from nslm.generation.prompts import prompt_split
 from nslm.generation.sampling import Sampler, SamplingConfig, filtered_distribution
 from nslm.micro.classdata import builtin_class
 from nslm.micro.model import MicroModel

@@ -22,7 +22,7 @@ with ``context = "family"`` — with its value and coordinates. After a generate
 as ``<year>``, the next ``<year>`` is scored relative to 1990.
 
 The prompt is prepared as ``nslm predict`` prepares it
-(:func:`nslm.generation.predict.prompt_split`: numbers re-joined, places chunked, classes
+(:func:`nslm.generation.prompts.prompt_split`: numbers re-joined, places chunked, classes
 tagged), and its class tokens seed the contexts. As in ``predict``, ``<convert>`` gets the
 preceding quantity whenever the text so far ends inside ``Q unit (``, and falls back to its
 class unigram elsewhere. The prompt and the continuation form one article, except that a
@@ -41,7 +41,7 @@ from nslm.data.conversions import MAX_TARGET_UNITS, pending_conversion, unit_map
 from nslm.data.corpus import Split
 from nslm.data.numbers import is_number, number_value
 from nslm.data.vocab import EOS
-from nslm.generation.predict import prompt_split
+from nslm.generation.prompts import prompt_split
 from nslm.generation.sampling import Sampler
 from nslm.micro.history import Context
 from nslm.micro.model import MicroModel
@@ -224,7 +224,7 @@ def generate_nslm(
     input_format: str = "plain",
 ) -> list[Generated]:
     """Continue ``prompt`` by up to ``max_tokens`` NSLM draws (generated only); the prompt is
-    read as :func:`~nslm.generation.predict.prompt_split` reads it."""
+    read as :func:`~nslm.generation.prompts.prompt_split` reads it."""
     return generate_with(NslmStepper(loaded, micro, prompt, input_format), max_tokens, sampler)
 
 

@@ -1,8 +1,8 @@
 """``nslm predict RUN PROMPT``: the next-token distribution under the NNLM and the NSLM.
 
-The prompt goes through the corpus's own preparation (numbers re-joined, places chunked,
-classes tagged: :func:`nslm.data.tagging.tag_lines`), so "1066" is a ``<year>`` and
-"New York City" one token. The LM reads ``<eos>`` + the prompt, as a stream starting at a
+The prompt is read by :mod:`nslm.generation.prompts` (plain text tokenized, then prepared as
+the corpus was: numbers re-joined, places chunked, classes tagged), so "1066" is a ``<year>``
+and "New York City" one token. The LM reads ``<eos>`` + the prompt, as a stream starting at a
 line boundary. Each micro-model's context w_prev^(c) (paper Eq. 1) is the last token of its
 class (or family) in the prompt. A prompt that ends inside ``Q unit (`` (``… 5 miles (``)
 gives ``<convert>`` its preceding quantity in the units the training split converts that
@@ -14,105 +14,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from nslm.config import class_rules_of
-from nslm.data.conversions import MAX_TARGET_UNITS, pending_conversion, unit_map_from_json
-from nslm.data.corpus import Split
 from nslm.data.numbers import quantity_before
-from nslm.data.tagging import tag_lines
-from nslm.data.text import prompt_line
 from nslm.data.vocab import EOS
-from nslm.errors import NslmError
+from nslm.generation.prompts import PromptBatch, oov_words, prompt_batch
 from nslm.micro.model import MicroModel
 from nslm.runs.load import LoadedRun
+from nslm.scores.distribution import FullDistribution
 from nslm.scores.mixture import ensemble_log_probs
 from nslm.scores.passes import Scorer
 
 DEFAULT_PROMPT = "William the Conqueror won the Battle of Hastings in 1066, and died in"
-
-
-def prompt_split(
-    loaded: LoadedRun, prompt: str, unit_map: dict | None = None, input_format: str = "plain"
-) -> tuple[Split, list[str]]:
-    """The prompt as a one-article :class:`Split`, plus one slot for the token to predict
-    (``unit_map``: the corpus's conversions, when the caller has read them already).
-
-    ``input_format``: ``plain`` text is tokenized by the run's rules (:mod:`nslm.data.text`:
-    "in 1914, and" reads as ``in 1914 , and``); ``tokenized`` text is read as it is."""
-    corpus, cfg = loaded.corpus, loaded.cfg
-    if unit_map is None:
-        unit_map = unit_map_from_json(corpus.meta.get("unit_map", {}))
-    if not prompt.strip():
-        raise NslmError("the prompt is empty")
-    line = prompt_line(prompt, loaded.text_form, input_format)
-    if not line.strip():
-        raise NslmError("the prompt has no tokens")
-    tagged = tag_lines([line], cfg.classes, class_rules_of(cfg))
-    tokens = tagged.tokens[:-1]  # drop the <eos> tag_lines ends every line with
-    classes, values = tagged.classes[:-1], tagged.values[:-1]
-    coords = np.column_stack([tagged.lats[:-1], tagged.lons[:-1]]) if tokens else np.zeros((0, 2))
-    n = len(tokens) + 1  # + the next position
-    stoi, unk = corpus.vocab.stoi, corpus.vocab.unk_id
-    ids = np.array([stoi.get(t, unk) for t in tokens] + [unk], dtype=np.int32)
-    rule = np.array([corpus.class_names.index(c) for c in classes] + [0], dtype=np.int16)
-    convert = np.full((n, MAX_TARGET_UNITS), math.nan)  # only the next slot is ever scored
-    convert[-1] = pending_conversion(tokens, unit_map)
-    split = Split(
-        name="prompt",
-        token_ids=ids,
-        rule_class_ids=rule,
-        values=np.array([*values, math.nan], dtype=np.float64),
-        coords=np.vstack([coords, [[math.nan, math.nan]]]).reshape(n, 2),
-        convert_targets=convert,
-        article_ids=np.zeros(n, dtype=np.int32),
-        unk_id=unk,
-    )
-    return split, tokens
-
-
-def oov_words(loaded: LoadedRun, tokens: list[str]) -> list[str]:
-    """The prompt's tokens outside the run's vocabulary (the LM reads each as ``<unk>``)."""
-    stoi = loaded.corpus.vocab.stoi
-    return list(dict.fromkeys(t for t in tokens if t not in stoi))
-
-
-@dataclass
-class PromptBatch:
-    """Several prompts as one :class:`Split`, one article each (so no micro-model context
-    crosses from one prompt into the next), each followed by its next slot."""
-
-    split: Split
-    tokens: list[list[str]]  # each prompt's prepared tokens
-    slots: np.ndarray  # where each prompt's next slot is in ``split``
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-
-def prompt_batch(
-    loaded: LoadedRun, prompts: Sequence[str], input_format: str = "plain"
-) -> PromptBatch:
-    """:func:`prompt_split` of every prompt, joined."""
-    unit_map = unit_map_from_json(loaded.corpus.meta.get("unit_map", {}))
-    parts = [prompt_split(loaded, p, unit_map, input_format) for p in prompts]
-    splits = [s for s, _ in parts]
-    joined = Split(
-        name="prompts",
-        token_ids=np.concatenate([s.token_ids for s in splits]),
-        rule_class_ids=np.concatenate([s.rule_class_ids for s in splits]),
-        values=np.concatenate([s.values for s in splits]),
-        coords=np.concatenate([s.coords for s in splits]),
-        convert_targets=np.concatenate([s.convert_targets for s in splits]),
-        article_ids=np.repeat(np.arange(len(splits), dtype=np.int32), [len(s) for s in splits]),
-        unk_id=splits[0].unk_id,
-    )
-    slots = np.cumsum([len(s) for s in splits]) - 1
-    return PromptBatch(joined, [t for _, t in parts], slots)
 
 
 def micro_contexts(
@@ -184,71 +100,24 @@ def predict_many(
     """:func:`predict` of several prompts at once: one backbone pass, one call of each
     micro-model and one full distribution for all of them (the explorer's concurrent
     requests)."""
-    corpus = loaded.corpus
     batch = prompt_batch(loaded, prompts, input_format)
     scorer = loaded.scorer()
     last, nnlm = nnlm_next(loaded, scorer, batch)
     rows, contexts = micro_contexts(micro, batch, last)
-    full = scorer.distribution(last, micro, corpus.class_names, rows)
+    full = scorer.distribution(last, micro, loaded.corpus.class_names, rows)
     nslm = ensemble_log_probs(nnlm, full.marginal(), lam)
-    itos, names = corpus.vocab.itos, corpus.class_names
-
-    def breakdown(row: int, w: int) -> list[dict[str, Any]]:
-        parts = []
-        for r in full.readings(row, w):
-            if r.cls == 0:
-                parts.append({"as": "word", "p": math.exp(r.log_prob)})
-                continue
-            parts.append(
-                {
-                    "as": f"<{names[r.cls]}>",
-                    "p_class": math.exp(r.log_class),
-                    "p_in_class": math.exp(r.log_within),
-                    "p": math.exp(r.log_prob),
-                    "model": full.source[r.cls],
-                    "context": contexts[row].get(names[r.cls]),
-                }
-            )
-        return sorted(parts, key=lambda d: -d["p"])
-
-    def classes() -> list[list[dict[str, Any]]]:
-        """Per row, each tagged class's P(c | h), context and likeliest members: a class at a
-        time, so that its attributes and a context micro-model's explanation (the gate, the
-        shifts) are computed for every row at once."""
-        out: list[list[dict[str, Any]]] = [[] for _ in prompts]
-        tagged = np.isfinite(full.tag)
-        for c in np.flatnonzero(tagged.any(axis=0)).tolist():
-            name, (ids, logp) = names[c], full.within[c]
-            mm = micro.get(name)
-            explained = mm.explain(last) if mm is not None and mm.needs_features else None
-            shown, shown_ids = [], []
-            for row in np.flatnonzero(tagged[:, c]).tolist():
-                best = top_indices(logp[row], n_within)
-                members, p_in = ids[best].tolist(), np.exp(logp[row, best]).tolist()
-                inside = [{"token": itos[w], "p_in_class": p}
-                          for w, p in zip(members, p_in, strict=True)]  # fmt: skip
-                entry = {
-                    "class": f"<{name}>",
-                    "p_class": math.exp(full.tag[row, c]),
-                    "model": full.source[c],
-                    "context": contexts[row].get(name),
-                    "top": inside,
-                }
-                entry.update(explained[row] if explained else {})
-                out[row].append(entry)
-                shown += inside
-                shown_ids += members
-            if mm is not None:
-                _add_attributes(shown, mm, shown_ids)
-        return [sorted(entries, key=lambda d: -d["p_class"]) for entries in out]
-
-    per_class = classes()
+    per_class = class_entries(loaded, micro, full, contexts, last, n_within)
+    itos = loaded.corpus.vocab.itos
     results = []
     for row, (prompt, tokens) in enumerate(zip(prompts, batch.tokens, strict=True)):
         p_nnlm, p_nslm = nnlm[row], nslm[row]
-        top_nnlm = [
-            {"token": itos[w], "p": math.exp(p_nnlm[w])} for w in top_indices(p_nnlm, k).tolist()
-        ]
+        top_nnlm = [{"token": itos[w], "p": math.exp(p_nnlm[w])}
+                    for w in top_indices(p_nnlm, k).tolist()]  # fmt: skip
+        top_nslm = [
+            {"token": itos[w], "p": math.exp(p_nslm[w]), "p_nnlm": math.exp(p_nnlm[w]),
+             "breakdown": breakdown(full, contexts[row], loaded.corpus.class_names, row, w)}
+            for w in top_indices(p_nslm, k).tolist()
+        ]  # fmt: skip
         results.append(
             {
                 "prompt": prompt,
@@ -256,20 +125,74 @@ def predict_many(
                 "oov": oov_words(loaded, tokens),
                 "lambda": lam,
                 "nnlm": top_nnlm,
-                "nslm": [
-                    {
-                        "token": itos[w],
-                        "p": math.exp(p_nslm[w]),
-                        "p_nnlm": math.exp(p_nnlm[w]),
-                        "breakdown": breakdown(row, w),
-                    }
-                    for w in top_indices(p_nslm, k).tolist()
-                ],
+                "nslm": top_nslm,
                 "classes": per_class[row],
                 "sums": {"nnlm": float(np.exp(p_nnlm).sum()), "nslm": float(np.exp(p_nslm).sum())},
             }
         )
     return results
+
+
+def breakdown(full: FullDistribution, context: dict[str, str | None], names: Sequence[str],
+              row: int, w: int) -> list[dict[str, Any]]:  # fmt: skip
+    """Type ``w``'s readings at ``row``, likeliest first: as a word, or as a class token with
+    P(c | h) × P_MM(w | c, context) (Eq. 4)."""
+    parts = []
+    for r in full.readings(row, w):
+        if r.cls == 0:
+            parts.append({"as": "word", "p": math.exp(r.log_prob)})
+            continue
+        parts.append(
+            {
+                "as": f"<{names[r.cls]}>",
+                "p_class": math.exp(r.log_class),
+                "p_in_class": math.exp(r.log_within),
+                "p": math.exp(r.log_prob),
+                "model": full.source[r.cls],
+                "context": context.get(names[r.cls]),
+            }
+        )
+    return sorted(parts, key=lambda d: -d["p"])
+
+
+def class_entries(
+    loaded: LoadedRun,
+    micro: dict[str, MicroModel],
+    full: FullDistribution,
+    contexts: list[dict[str, str | None]],
+    last: torch.Tensor,
+    n_within: int,
+) -> list[list[dict[str, Any]]]:
+    """Per row, each tagged class's P(c | h), context and likeliest members, likeliest class
+    first: a class at a time, so that its attributes and a context micro-model's explanation
+    (the gate, the shifts) are computed for every row at once."""
+    itos, names = loaded.corpus.vocab.itos, loaded.corpus.class_names
+    out: list[list[dict[str, Any]]] = [[] for _ in contexts]
+    tagged = np.isfinite(full.tag)
+    for c in np.flatnonzero(tagged.any(axis=0)).tolist():
+        name, (ids, logp) = names[c], full.within[c]
+        mm = micro.get(name)
+        explained = mm.explain(last) if mm is not None and mm.needs_features else None
+        shown, shown_ids = [], []
+        for row in np.flatnonzero(tagged[:, c]).tolist():
+            best = top_indices(logp[row], n_within)
+            members, p_in = ids[best].tolist(), np.exp(logp[row, best]).tolist()
+            inside = [{"token": itos[w], "p_in_class": p}
+                      for w, p in zip(members, p_in, strict=True)]  # fmt: skip
+            entry = {
+                "class": f"<{name}>",
+                "p_class": math.exp(full.tag[row, c]),
+                "model": full.source[c],
+                "context": contexts[row].get(name),
+                "top": inside,
+            }
+            entry.update(explained[row] if explained else {})
+            out[row].append(entry)
+            shown += inside
+            shown_ids += members
+        if mm is not None:
+            _add_attributes(shown, mm, shown_ids)
+    return [sorted(entries, key=lambda d: -d["p_class"]) for entries in out]
 
 
 def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
