@@ -19,7 +19,8 @@ from nslm.data import PreparedCorpus, prepare_corpus
 from nslm.data.fixed_vocab import prepare_corpus_dir, prepare_text, prepare_text_file
 from nslm.data.text import to_plain
 from nslm.errors import NslmError
-from nslm.runs.assets import read_run_assets, saved_lambdas, write_run_assets
+from nslm.runs.assets import read_run_assets, write_run_assets
+from nslm.runs.lambdas import saved_lambdas
 
 # WikiText's shape: a space before and after every line
 TRAIN = "".join(

@@ -193,7 +193,8 @@ def _outside_splits(
         texts, names, _ = _outside_byte_splits(text_file, corpus_dir, splits)
         return texts, None, names, None
     from nslm.data.fixed_vocab import prepare_corpus_dir, prepare_text_file
-    from nslm.runs.assets import read_run_assets, saved_lambdas
+    from nslm.runs.assets import read_run_assets
+    from nslm.runs.lambdas import saved_lambdas
 
     corpus = read_run_assets(run) if (run / "assets.json").is_file() else None
     if corpus is None:

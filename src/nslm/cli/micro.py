@@ -1,4 +1,5 @@
-"""``nslm micro fit|eval|plot|list`` and ``nslm fit-micro`` (an alias of ``micro fit``).
+"""``nslm micro fit|eval|list`` and ``nslm fit-micro`` (a hidden alias of ``micro fit``);
+``micro plot`` is in :mod:`nslm.cli.micro_plot`.
 
 ``micro fit RUN`` fits the micro-models of a training run (RUN/micro.json); without RUN,
 ``micro fit --corpus NAME|DIR -o FILE`` fits them on a prepared corpus alone, which needs
@@ -18,7 +19,6 @@ from rich.table import Table
 
 from nslm.cli.options import (
     DEFAULT_CORPUS,
-    check_run,
     classes_option,
     corpus_option,
     list_option,
@@ -215,83 +215,6 @@ def eval_(corpus: str | None, classes: str | None, prepared_dir: Path | None,
         click.echo(json.dumps(rows, indent=1))
     else:
         _print_summary({"classes": {n: {"selected": r, "evaluation": r} for n, r in rows.items()}})
-
-
-@micro_group.command("plot")
-@run_argument(required=False)
-@_corpus
-@_classes
-@_only
-@prepared_dir_option
-@_plugin
-@click.option("--micro", "micro_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Plot the selected models of this micro.json.")  # fmt: skip
-@click.option("--metric", default=None, help="Without --micro: fit this metric (e.g. diff).")
-@click.option("--pdf", default=None, help="Without --micro: fit this PDF (e.g. gaussian).")
-@click.option("--context", type=click.Choice(["class", "family"]), default="class",
-              show_default=True, help="Without --micro: the metric's context, the previous "
-              "token of the same class or of the same family (numbers, places).")  # fmt: skip
-@out_option("Directory for the PNG files [RUN/plots with RUN].", directory=True)
-def plot(run: Path | None, corpus: str | None, classes: str | None, only: tuple[str, ...],
-         prepared_dir: Path | None, plugins: tuple[str, ...], micro_path: Path | None,
-         metric: str | None, pdf: str | None, context: str, out: Path | None) -> None:  # fmt: skip
-    """Draw each fitted PDF over its training histogram (paper Figure 2: year diff).
-
-    With RUN (a training run after 'nslm micro fit RUN'): the run's corpus and micro.json.
-    """
-    from nslm.micro.classdata import builtin_class
-    from nslm.micro.model import MicroModel
-    from nslm.micro.plot import plot_model
-    from nslm.micro.store import load_micro_models
-
-    _load_plugins(plugins)
-    if run is not None:
-        _plot_run(run, micro_path, list(only) or None, out)
-        return
-    if out is None:
-        raise NslmError("give -o DIR (or a RUN directory)")
-    prepared = prepare_corpus(corpus or DEFAULT_CORPUS, classes or "all", cache_root=prepared_dir)
-    wanted = list(only) or None
-    if micro_path is not None:
-        models = load_micro_models(micro_path, prepared)
-        models = {n: m for n, m in models.items() if wanted is None or n in wanted}
-    elif metric and pdf:
-        names = wanted or list(prepared.class_names[1:])
-        models = {
-            n: MicroModel(builtin_class(prepared, n), metric, pdf, context=context).fit(
-                prepared.train
-            )
-            for n in names
-        }
-    else:
-        raise NslmError("give --micro micro.json, or both --metric and --pdf")
-    for name, model in models.items():
-        path = plot_model(
-            model, prepared.train, out / f"{name}_{model.metric.name}_{model.pdf.name}.png"
-        )
-        click.echo(str(path))
-
-
-def _plot_run(run: Path, micro_path: Path | None, only: list[str] | None, out: Path | None) -> None:
-    """``nslm micro plot RUN``: each selected PDF of RUN/micro.json over its training histogram."""
-    from nslm.micro.plot import plot_model
-    from nslm.runs.load import load_run
-    from nslm.runs.micro import load_run_micro
-
-    check_run(run)
-    loaded = load_run(run)
-    models = load_run_micro(loaded, micro_path)
-    if only:
-        unknown = [n for n in only if n not in models]
-        if unknown:
-            raise NslmError(
-                f"no micro-model for <{unknown[0]}> in {run}; it has: {', '.join(models)}"
-            )
-        models = {n: m for n, m in models.items() if n in only}
-    out = out or Path(run) / "plots"
-    for name, model in models.items():
-        name_png = f"{name}_{model.metric.name}_{model.pdf.name}.png"
-        click.echo(str(plot_model(model, loaded.corpus.train, out / name_png)))
 
 
 @micro_group.command("list")

@@ -18,7 +18,8 @@ import numpy as np
 from nslm.data.corpus import Split
 from nslm.evaluation.columns import ColumnSource
 from nslm.scores.mixture import tune_lambda
-from nslm.scores.passes import Scorer, SplitScores
+from nslm.scores.passes import Scorer
+from nslm.scores.split_scores import SplitScores
 
 COLUMN = "NSLM-context"
 

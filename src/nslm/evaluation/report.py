@@ -31,7 +31,8 @@ from nslm.micro.model import MicroModel
 from nslm.runs.load import LoadedRun
 from nslm.runs.micro import selected_summary
 from nslm.scores.mixture import tune_lambda
-from nslm.scores.passes import Scorer, SplitScores, head_of
+from nslm.scores.passes import Scorer, head_of
+from nslm.scores.split_scores import SplitScores
 
 OBJECTIVES = ("table", "global")
 

@@ -191,7 +191,7 @@ class ContextMicroModel:
     def log_prob_targets(self, split: Split, features: Any = None) -> np.ndarray:
         """Per-position array (NaN off the class): log of the mixture at each target, with
         ``features`` (N, D) the LM's states at every position of ``split`` (row t the one
-        that predicted w_t, as :class:`nslm.scores.passes.SplitScores` keeps them)."""
+        that predicted w_t, as :class:`nslm.scores.split_scores.SplitScores` keeps them)."""
         if features is None or len(features) != len(split):
             got = "none" if features is None else len(features)
             raise NslmError(f"<{self.cls.name}>: {got} LM states for {len(split)} positions")

@@ -68,8 +68,8 @@ class RunView:
             if is_byte_corpus(cfg.corpus):
                 self.kind = "byte"
             elif (self.path / "micro.json").is_file():
-                from nslm.runs.assets import saved_global_lambda
                 from nslm.runs.context_micro import run_micro_models
+                from nslm.runs.lambdas import saved_global_lambda
 
                 self.kind, self.micro = "nslm", run_micro_models(self.loaded)
                 # the ensemble's λ of the run's last eval, read once as the weights are

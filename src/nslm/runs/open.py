@@ -82,8 +82,8 @@ def open_run(
         raise NslmError(
             f"the NSLM needs {Path(run_dir) / 'micro.json'}: run 'nslm micro fit {run_dir}' first"
         )
-    from nslm.runs.assets import saved_global_lambda
     from nslm.runs.context_micro import run_micro_models
+    from nslm.runs.lambdas import saved_global_lambda
 
     run.micro = run_micro_models(loaded, micro)
     run.lam = saved_global_lambda(run_dir)

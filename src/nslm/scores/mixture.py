@@ -36,7 +36,7 @@ def nslm_log_probs(
     """Per-position log P_NSLM(w_t | h) (Eq. 4).
 
     ``class_log_prob`` is log P(c_t | h) at class positions and log P_top(w_t | h) at word
-    positions (:class:`nslm.scores.passes.SplitScores`); ``micro_log_prob`` is log P_MM at the
+    positions (:class:`nslm.scores.split_scores.SplitScores`); ``micro_log_prob`` is log P_MM at the
     positions a micro-model covers, NaN elsewhere (:func:`nslm.micro.pipeline.micro_log_probs`).
     A class position without a micro-model takes the HNLM's score (Eq. 3), so ``hnlm`` is
     required when some class is not covered.
