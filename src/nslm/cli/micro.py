@@ -38,6 +38,14 @@ _plugin = click.option(
 )  # fmt: skip
 
 
+def corpus_source(command):
+    """The options that say which prepared corpus and plug-ins a command reads: --corpus,
+    --classes, --prepared-dir, --plugin."""
+    for option in (_plugin, prepared_dir_option, _classes, _corpus):
+        command = option(command)
+    return command
+
+
 def _load_plugins(plugins: tuple[str, ...]) -> None:
     from nslm.micro.plugins import load_plugin
 
@@ -180,10 +188,7 @@ def _fit_corpus(corpus: str, classes: str, prepared_dir: Path | None, only: list
 
 
 @micro_group.command("eval")
-@_corpus
-@_classes
-@prepared_dir_option
-@_plugin
+@corpus_source
 @click.option("--micro", "micro_path", type=click.Path(dir_okay=False, path_type=Path),
               required=True, help="A micro.json from 'nslm micro fit'.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import click
 
-from nslm.cli.micro import _classes, _corpus, _load_plugins, _only, _plugin
+from nslm.cli.micro import _load_plugins, _only, corpus_source
 from nslm.cli.options import (
     DEFAULT_CORPUS,
     check_run,
     out_option,
-    prepared_dir_option,
     run_argument,
 )
 from nslm.data.prepare import prepare_corpus
@@ -20,11 +19,8 @@ from nslm.errors import NslmError
 
 @click.command("plot")
 @run_argument(required=False)
-@_corpus
-@_classes
+@corpus_source
 @_only
-@prepared_dir_option
-@_plugin
 @click.option("--micro", "micro_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Plot the selected models of this micro.json.")  # fmt: skip
 @click.option("--metric", default=None, help="Without --micro: fit this metric (e.g. diff).")

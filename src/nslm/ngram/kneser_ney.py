@@ -123,16 +123,7 @@ def estimate_kneser_ney(
         "discounts": used_discounts,
         "count_of_counts": [count_of_counts(a)[1:].tolist() for a in adjusted],
     }
-    return NgramModel(
-        itos=itos,
-        bos_id=counts.bos_id,
-        eos_id=counts.eos_id,
-        unk_id=unk_id,
-        keys=[oc.keys for oc in counts.orders],
-        log10_prob=log10_prob,
-        log10_backoff=log10_backoff,
-        meta=meta,
-    )
+    return NgramModel.from_counts(counts, itos, unk_id, log10_prob, log10_backoff, meta)
 
 
 def _log10(x: np.ndarray) -> np.ndarray:

@@ -55,6 +55,15 @@ class NgramModel:
         if len(self.keys[0]) != len(self.itos):
             raise ValueError("the unigram table must be dense over the vocabulary")
 
+    @classmethod
+    def from_counts(cls, counts, itos: list[str], unk_id: int, log10_prob: list[np.ndarray],
+                    log10_backoff: list[np.ndarray], meta: dict) -> NgramModel:  # fmt: skip
+        """A model estimated from ``counts`` (a :class:`~nslm.ngram.counting.NgramCounts`):
+        its n-gram keys, with the estimator's probabilities and backoff weights."""
+        keys = [oc.keys for oc in counts.orders]
+        return cls(itos, counts.bos_id, counts.eos_id, unk_id, keys, log10_prob, log10_backoff,
+                   meta)  # fmt: skip
+
     @property
     def order(self) -> int:
         return len(self.keys)

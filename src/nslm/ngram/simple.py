@@ -60,13 +60,4 @@ def estimate_simple(
     meta = {"method": "add-k" if k_add > 0 else "mle"}
     if k_add > 0:
         meta["k"] = k_add
-    return NgramModel(
-        itos=itos,
-        bos_id=counts.bos_id,
-        eos_id=counts.eos_id,
-        unk_id=unk_id,
-        keys=[oc.keys for oc in counts.orders],
-        log10_prob=log10_prob,
-        log10_backoff=log10_backoff,
-        meta=meta,
-    )
+    return NgramModel.from_counts(counts, itos, unk_id, log10_prob, log10_backoff, meta)
