@@ -13,6 +13,10 @@ unreachable proxy, so a missing mark shows as a fast error, never as a hang or a
 
 The tiny NSLM run (``tiny_nslm_run``) is trained once per session; tests that write into a run
 take ``tiny_nslm_copy`` (or copy it with ``helpers.copy_run``).
+
+A test module that scores a run says which with a ``run`` fixture; the chain from it is here:
+``loaded`` (the run loaded) → ``micro`` (its micro-models) → ``test_slice`` (the first
+``SLICE`` tokens of its test split, ``SLICE`` being the module's constant).
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from helpers import (
     write_labelled_data,
 )
 from nslm.data import PreparedCorpus, prepare_corpus
+from nslm.runs.load import load_run
+from nslm.runs.micro import load_run_micro
+from nslm.scores.passes import head_of
 
 NO_DATA = "needs $NSLM_DATA_DIR with wikitext-2 (CI sets it)"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -163,3 +170,20 @@ def labelled_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = write_labelled_data(tmp_path / "data")
     monkeypatch.setenv("NSLM_DATA_DIR", str(root))
     return root
+
+
+@pytest.fixture(scope="module")
+def loaded(run: Path):
+    """The module's ``run``, loaded once per module."""
+    return load_run(run)
+
+
+@pytest.fixture(scope="module")
+def micro(loaded):
+    return load_run_micro(loaded)
+
+
+@pytest.fixture(scope="module")
+def test_slice(loaded, request: pytest.FixtureRequest):
+    """The first ``SLICE`` tokens (the module's constant) of the run's test split."""
+    return head_of(loaded.corpus.test, request.module.SLICE)

@@ -32,7 +32,6 @@ from nslm.evaluation.cache_column import CacheGrid, CacheSource, tune
 from nslm.evaluation.crnn_column import CRNNSource
 from nslm.evaluation.report import evaluate_run
 from nslm.models.char_rnn import END, SEP, CharRNNConfig
-from nslm.runs.load import load_run
 from nslm.runs.micro import load_run_micro
 from nslm.scores.passes import feature_batches, head_of
 
@@ -114,11 +113,6 @@ def test_tuning_picks_the_best_cell_of_the_grid() -> None:
 def run(tiny_nslm_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private copy of the session's tiny run: the CRNNs, tables and plots go into it."""
     return copy_run(tiny_nslm_run, tmp_path_factory.mktemp("extras") / "tiny")
-
-
-@pytest.fixture(scope="module")
-def loaded(run: Path):
-    return load_run(run)
 
 
 def features_at(loaded, split, positions: np.ndarray) -> torch.Tensor:

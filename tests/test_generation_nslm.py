@@ -30,7 +30,6 @@ from nslm.generation.prompts import prompt_split
 from nslm.generation.sampling import Sampler, SamplingConfig, filtered_distribution
 from nslm.micro.classdata import builtin_class
 from nslm.micro.model import MicroModel
-from nslm.runs.load import load_run
 from nslm.runs.micro import load_run_micro
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,11 +43,6 @@ pytestmark = pytest.mark.realdata
 def run(tiny_nslm_run: Path) -> Path:
     """The session's tiny run, read only (test_cli_errors works on a copy)."""
     return tiny_nslm_run
-
-
-@pytest.fixture(scope="module")
-def loaded(run: Path):
-    return load_run(run)
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,7 @@ from nslm.evaluation.report import evaluate_run
 from nslm.ngram.build import score_split
 from nslm.ngram.model import NgramModel
 from nslm.perplexity import perplexity
-from nslm.runs.load import load_run
-from nslm.runs.micro import load_run_micro
-from nslm.scores.passes import Scorer, head_of
+from nslm.scores.passes import Scorer
 
 ORDER = 5
 WORD, NSLM = column_names(ORDER)
@@ -39,16 +37,6 @@ def run(tiny_nslm_each_top: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     """A private copy of the session's tiny run, for each HNLM top level (as test_nslm): the
     5-gram caches and the tables are written into it."""
     return copy_run(tiny_nslm_each_top, tmp_path_factory.mktemp("ngram-run") / "tiny")
-
-
-@pytest.fixture(scope="module")
-def loaded(run: Path):
-    return load_run(run)
-
-
-@pytest.fixture(scope="module")
-def micro(loaded):
-    return load_run_micro(loaded)
 
 
 @pytest.fixture(scope="module")
@@ -66,11 +54,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def source(loaded, micro, run: Path) -> NgramColumns:
     # RUN/ngram is also where `nslm eval RUN --ngram 5` looks: the CLI test reuses the build
     return ngram_source(ORDER, micro=micro)(loaded)
-
-
-@pytest.fixture(scope="module")
-def head(loaded):
-    return head_of(loaded.corpus.test, SLICE)
 
 
 @pytest.fixture(scope="module")
@@ -103,28 +86,28 @@ def test_ngram_eval_json_matches(loaded, reference, source, capsys) -> None:
     assert int((~np.isnan(full)).sum()) == rows["Global"]["tokens"] == len(loaded.corpus.test) - 1
 
 
-def test_every_nnlm_position_is_scored(loaded, source, head) -> None:
-    nnlm = Scorer(loaded.model, batch_size=8, bptt=20).score(head, ("nnlm",)).nnlm
-    cols = source("test", head, {})
+def test_every_nnlm_position_is_scored(loaded, source, test_slice) -> None:
+    nnlm = Scorer(loaded.model, batch_size=8, bptt=20).score(test_slice, ("nnlm",)).nnlm
+    cols = source("test", test_slice, {})
     for name in (WORD, NSLM):
         np.testing.assert_array_equal(np.isnan(cols[name]), np.isnan(nnlm))
         assert np.isnan(cols[name][0]) and not np.isinf(cols[name][1:]).any()
 
 
-def test_nslm_is_eq4_over_the_tagged_ngram(loaded, micro, source, head, reference) -> None:
+def test_nslm_is_eq4_over_the_tagged_ngram(loaded, micro, source, test_slice, reference) -> None:
     corpus = loaded.corpus
-    col = source("test", head, {})[NSLM]
+    col = source("test", test_slice, {})[NSLM]
     top = score_split(NgramModel.load(reference["tagged"]), corpus, "test")[:SLICE]
-    cls = head.class_ids
+    cls = test_slice.class_ids
     # classes with a micro-model: log P_ngram(tag | h) + log P_MM(w)
     for name, mm in micro.items():
         at = cls == corpus.class_id(name)
         assert at.sum() > 10
-        want = top[at] + mm.log_prob_targets(head)[at]
+        want = top[at] + mm.log_prob_targets(test_slice)[at]
         np.testing.assert_allclose(col[at], want, rtol=1e-12)
     # word positions, OOV class tokens included (<unk> words): the n-gram's word probability
     words = (cls == 0) & ~np.isnan(col)
-    assert (words & head.oov_class_mask).any()
+    assert (words & test_slice.oov_class_mask).any()
     np.testing.assert_allclose(col[words], top[words], rtol=1e-12)
     # a class without a micro-model: P(tag | h) · (n(c, w) + 1) / (n(c) + |V_c|)
     day = corpus.class_id("day")
@@ -133,47 +116,47 @@ def test_nslm_is_eq4_over_the_tagged_ngram(loaded, micro, source, head, referenc
     members = corpus.class_vocab(day)
     train = corpus.train
     seen = train.token_ids[train.class_ids == day]
-    counts = {int(w): int((seen == w).sum()) for w in np.unique(head.token_ids[at])}
+    counts = {int(w): int((seen == w).sum()) for w in np.unique(test_slice.token_ids[at])}
     want = [
-        top[p] + math.log((counts[int(head.token_ids[p])] + 1) / (len(seen) + len(members)))
+        top[p] + math.log((counts[int(test_slice.token_ids[p])] + 1) / (len(seen) + len(members)))
         for p in at
     ]
     np.testing.assert_allclose(col[at], want, rtol=1e-12)
 
 
-def _check_distribution(loaded, source, head, positions: np.ndarray) -> None:
-    full = source.distribution_at(head, positions)
+def _check_distribution(loaded, source, test_slice, positions: np.ndarray) -> None:
+    full = source.distribution_at(test_slice, positions)
     marginal = full.marginal()
     np.testing.assert_array_less(np.abs(np.exp(marginal).sum(axis=1) - 1.0), 1e-9)
     # the per-position score is the (class, word) entry of that distribution
-    col = source("test", head, {})[NSLM]
-    cids = head.class_ids[positions]
-    targets = head.token_ids[positions].astype(np.int64)
+    col = source("test", test_slice, {})[NSLM]
+    cids = test_slice.class_ids[positions]
+    targets = test_slice.token_ids[positions].astype(np.int64)
     for i, (c, w) in enumerate(zip(cids.tolist(), targets.tolist(), strict=True)):
         pair = full.pair_log_prob(c, np.array([w]))[i] if c else full.word[i, w]
         assert pair == pytest.approx(col[positions[i]], rel=1e-9, abs=1e-12)
 
 
-def test_distribution_sums_to_one_at_every_kind_of_position(loaded, source, head) -> None:
+def test_distribution_sums_to_one_at_every_kind_of_position(loaded, source, test_slice) -> None:
     corpus = loaded.corpus
     rng = np.random.default_rng(0)
-    cids = head.class_ids
+    cids = test_slice.class_ids
     kinds = [0, *(corpus.class_id(n) for n in ("year", "city", "day", "country"))]
     picks = [rng.choice(np.flatnonzero(cids[1:] == c) + 1, 3, replace=False) for c in kinds]
-    _check_distribution(loaded, source, head, np.unique(np.concatenate(picks)))
+    _check_distribution(loaded, source, test_slice, np.unique(np.concatenate(picks)))
 
 
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.integers(1, SLICE - 1), min_size=1, max_size=4, unique=True))
-def test_distribution_sums_to_one_anywhere(loaded, source, head, picks: list[int]) -> None:
-    _check_distribution(loaded, source, head, np.array(sorted(picks)))
+def test_distribution_sums_to_one_anywhere(loaded, source, test_slice, picks: list[int]) -> None:
+    _check_distribution(loaded, source, test_slice, np.array(sorted(picks)))
 
 
-def test_the_cache_is_reused(loaded, micro, source, head, run: Path) -> None:
+def test_the_cache_is_reused(loaded, micro, source, test_slice, run: Path) -> None:
     again = ngram_source(ORDER, micro=micro)(loaded)
     assert again.loaded_from_cache == {"prepared": True, "tagged": True}
-    for name, values in source("test", head, {}).items():
-        np.testing.assert_array_equal(again.columns(head)[name], values)
+    for name, values in source("test", test_slice, {}).items():
+        np.testing.assert_array_equal(again.columns(test_slice)[name], values)
     assert (run / "ngram" / f"{ORDER}-gram-tagged" / "model.npz").is_file()
 
 

@@ -24,8 +24,6 @@ from nslm.evaluation.report import evaluate_run
 from nslm.generation.predict import DEFAULT_PROMPT
 from nslm.micro.pipeline import fit_micro
 from nslm.micro.store import write_micro_json
-from nslm.runs.load import load_run
-from nslm.runs.micro import load_run_micro
 from nslm.scores.mixture import ensemble_log_probs, tune_lambda
 from nslm.scores.passes import Scorer, feature_batches, head_of
 
@@ -41,21 +39,6 @@ def run(tiny_nslm_each_top: Path) -> Path:
     """The session's tiny run for each HNLM top level: its own softmax layer, or the NNLM's
     (shared). Shared with other modules: the tests here write only ``tables_test.json``."""
     return tiny_nslm_each_top
-
-
-@pytest.fixture(scope="module")
-def loaded(run: Path):
-    return load_run(run)
-
-
-@pytest.fixture(scope="module")
-def micro(loaded):
-    return load_run_micro(loaded)
-
-
-@pytest.fixture(scope="module")
-def test_slice(loaded):
-    return head_of(loaded.corpus.test, SLICE)
 
 
 @pytest.fixture(scope="module")

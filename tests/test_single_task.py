@@ -19,10 +19,9 @@ from nslm.cli import main
 from nslm.config import load_config
 from nslm.errors import NslmError
 from nslm.evaluation.report import evaluate_run
-from nslm.runs.load import load_run
 from nslm.runs.micro import load_run_micro
 from nslm.scores.classes import RoleShares, SingleTaskFactor
-from nslm.scores.passes import Scorer, feature_batches, head_of, use_threads
+from nslm.scores.passes import Scorer, feature_batches, use_threads
 from nslm.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,16 +41,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert not (run_dir / "layout.json").exists()  # no class head, no HNLM layout
     assert main(["fit-micro", str(run_dir), "--fast", "--only", MICRO_CLASSES]) == 0
     return run_dir
-
-
-@pytest.fixture(scope="module")
-def loaded(run: Path):
-    return load_run(run)
-
-
-@pytest.fixture(scope="module")
-def test_slice(loaded):
-    return head_of(loaded.corpus.test, SLICE)
 
 
 @pytest.fixture(scope="module")
