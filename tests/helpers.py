@@ -323,10 +323,15 @@ def train_cut_and_resumed(cfg, run_dir: Path, at_step: int, monkeypatch) -> dict
 
 
 @contextmanager
-def served(*runs: Path, seconds: float = 90, options: tuple[str, ...] = ()) -> Iterator[str]:
+def served(
+    *runs: Path,
+    seconds: float = 90,
+    options: tuple[str, ...] = (),
+    program: tuple[str, ...] = (sys.executable, "-m", "nslm"),
+) -> Iterator[str]:
     """``nslm serve RUNS [OPTIONS]`` on a free loopback port for the block; yields its URL
     once ``/api/runs`` answers (the server exiting first, or not answering in ``seconds``,
-    fails)."""
+    fails). ``program`` is the nslm to run (test_wheel: an installed wheel's script)."""
     import socket
     import time
     import urllib.request
@@ -336,8 +341,7 @@ def served(*runs: Path, seconds: float = 90, options: tuple[str, ...] = ()) -> I
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    command = [sys.executable, "-m", "nslm", "serve", *map(str, runs), "--port", str(port),
-               *options]  # fmt: skip
+    command = [*program, "serve", *map(str, runs), "--port", str(port), *options]
     proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
