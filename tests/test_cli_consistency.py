@@ -193,3 +193,6 @@ def test_the_demo_ends_with_next_commands_on_its_run(monkeypatch) -> None:
     assert len(commands) == 4
     assert all("'runs/my demo'" in c for c in commands)
     assert [c.split()[1] for c in commands] == ["predict", "generate", "eval", "micro"]
+    # plain English, the prompt positional: what a new user types
+    assert "'In 1990,'" in commands[1] and "--prompt" not in commands[1]
+    assert "1914," in commands[0] and " , " not in text

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from nslm.cli.options import input_format_option
 from nslm.errors import NslmError
 
 DEMO_CONFIG = "demo.toml"
@@ -69,11 +70,13 @@ class Stages:
 @click.option(
     "--prompt",
     default=None,
-    help="Text whose next token is predicted at the end [the paper's William the Conqueror "
-    "sentence, ending in 'and died in'].",
+    help="Plain text whose next token is predicted at the end [the paper's William the "
+    "Conqueror sentence, ending in 'and died in'].",
 )
 @click.option("--fresh", is_flag=True, help="Refit the micro-models even if micro.json exists.")
-def demo_command(config: Path | None, run_dir: Path, prompt: str | None, fresh: bool) -> None:
+@input_format_option
+def demo_command(config: Path | None, run_dir: Path, prompt: str | None, fresh: bool,
+                 input_format: str = "plain") -> None:  # fmt: skip
     """Prepare, train, fit micro-models, print Tables 2 and 3 and one prediction."""
     from nslm.cli.eval import eval_tables
     from nslm.cli.train import _ensure_passive_openmp
@@ -81,8 +84,8 @@ def demo_command(config: Path | None, run_dir: Path, prompt: str | None, fresh: 
     from nslm.data import prepare_corpus
     from nslm.generation.predict import DEFAULT_PROMPT, predict
     from nslm.generation.predict_text import render
-    from nslm.runs.load import load_run
-    from nslm.runs.micro import fit_run_micro, load_run_micro, write_run_micro
+    from nslm.runs.micro import fit_run_micro, write_run_micro
+    from nslm.runs.open import open_run
     from nslm.training.loop import train
 
     # the demo trains: wait passively in OpenMP, as `nslm train` does (re-executes once)
@@ -102,7 +105,7 @@ def demo_command(config: Path | None, run_dir: Path, prompt: str | None, fresh: 
         budget = f"{cfg.max_minutes:g} min budget" if cfg.max_minutes else "no time limit"
         stage(f"train {cfg.num_layers}×{cfg.hidden_size} {cfg.model} into {run_dir} ({budget})")
         train(cfg, run_dir)
-    loaded = load_run(run_dir)
+    loaded = open_run(run_dir, micro="none").loaded  # micro.json may not be fitted yet
 
     micro_path = run_dir / "micro.json"
     if micro_path.is_file() and not fresh:
@@ -124,8 +127,11 @@ def demo_command(config: Path | None, run_dir: Path, prompt: str | None, fresh: 
     results = eval_tables(run_dir, ("test",))
 
     stage(f"predict {prompt!r}")
+    # opened again now that micro.json exists: the micro-models 'nslm predict' would use
+    opened = open_run(run_dir)
     lam = results["test"]["lambda_global"]  # as 'nslm predict' uses it: a whole distribution
-    click.echo(render(predict(loaded, load_run_micro(loaded), prompt, k=10, lam=lam)))
+    result = predict(opened.loaded, opened.micro, prompt, k=10, lam=lam, input_format=input_format)
+    click.echo(render(result))
     click.secho(f"demo done in {stage.done() / 60:.1f} min; run dir {run_dir}", err=True)
     click.echo(next_steps(run_dir), err=True)
 
@@ -134,8 +140,8 @@ def next_steps(run_dir: Path) -> str:
     """What to try after the demo, on its own run."""
     run = shlex.quote(str(run_dir))
     commands = [
-        (f"nslm predict {run} 'The war ended in'", "another prompt"),
-        (f"nslm generate {run} --prompt 'In 1990 ,' --max-tokens 40", "sample text"),
+        (f"nslm predict {run} 'The war began in 1914, and ended in'", "another prompt"),
+        (f"nslm generate {run} 'In 1990,' --max-tokens 40", "sample text"),
         (f"nslm eval {run} --split test --cache", "add the neural-cache columns"),
         (f"nslm micro plot {run} --only year", "year PDF over its histogram"),
     ]

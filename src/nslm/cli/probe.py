@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -21,16 +20,11 @@ def _log(message: str) -> None:
 
 
 def _load(run: Path):
-    # before torch loads: spinning OpenMP threads slow a shared CPU down (as cli/train.py)
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    from nslm.config import total_threads
-    from nslm.runs.load import load_run, require_byte_lm
-    from nslm.scores.passes import use_threads
+    """The byte LM of ``run``, through the one front door to a run (threads set as it
+    trained; no micro-models: a byte LM has none)."""
+    from nslm.runs.open import open_run
 
-    loaded = load_run(run)
-    require_byte_lm(loaded, "nslm probe")  # before any data is read
-    use_threads(total_threads(loaded.cfg))
-    return loaded
+    return open_run(run, micro="none", byte_lm="nslm probe").loaded
 
 
 @click.group("probe")
