@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nslm.generation.colour import characters, rgb
+
 
 def _pyplot():
     import matplotlib
@@ -71,25 +73,6 @@ def label_histogram(values: np.ndarray, match: np.ndarray, path: Path | str, tit
     return _save(fig, path)
 
 
-def _colour(value: float) -> str:
-    """tanh(c) in [-1, 1] → red (-1) … white (0) … blue (+1), as the seed's pages."""
-    v = float(np.tanh(value))
-    fade = int(255 * (1 - abs(v)))
-    return f"rgb(255,{fade},{fade})" if v < 0 else f"rgb({fade},{fade},255)"
-
-
-def _characters(data: bytes) -> list[tuple[int, int]]:
-    """(start, stop) byte spans of the UTF-8 characters of ``data`` (invalid bytes alone)."""
-    spans, i = [], 0
-    while i < len(data):
-        lead = data[i]
-        size = 1 if lead < 0xC0 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-        size = size if data[i : i + size].decode("utf-8", "ignore") else 1
-        spans.append((i, min(i + size, len(data))))
-        i = spans[-1][1]
-    return spans
-
-
 def sentence_html(texts: Sequence[bytes], states: Sequence[np.ndarray],
                   tags: Sequence[Sequence[str]], neuron: int, tag: str, path: Path | str,
                   title: str = "") -> Path:  # fmt: skip
@@ -98,14 +81,14 @@ def sentence_html(texts: Sequence[bytes], states: Sequence[np.ndarray],
     rows = []
     for data, cells, row_tags in zip(texts, states, tags, strict=True):
         cells_html = []
-        for start, stop in _characters(data):
-            char = data[start:stop].decode("utf-8", "replace")
+        for char, last in characters(data):
             shown = "&nbsp;" if char == " " else html.escape(char)
-            t = row_tags[start]
+            t = row_tags[last]  # a character's bytes share their word's tag
             mark = ' style="background:#ff0"' if t == tag else ""
-            value = float(cells[stop - 1, neuron])
+            value = float(cells[last, neuron])
+            r, g, b = rgb(np.tanh(value))
             cells_html.append(
-                f'<span class="c"><span class="b" style="background:{_colour(value)}"'
+                f'<span class="c"><span class="b" style="background:rgb({r},{g},{b})"'
                 f' title="{value:.3f}">{shown}</span>'
                 f'<span class="t"{mark}>{html.escape(t)}</span></span>'
             )
@@ -121,8 +104,8 @@ body {{ font-family: sans-serif; margin: 2em; }}
 </style></head><body>
 <h3>{html.escape(title)}</h3>
 <p>Each character is coloured by tanh of neuron {neuron}'s cell state after it
-(-1 red, 0 white, +1 blue; hover for the value); under it the tag of its bytes,
-<span style="background:#ff0">{html.escape(tag)}</span> in yellow.</p>
+(+1 red, 0 white, -1 blue, as everywhere in nslm; hover for the value); under it the tag
+of its bytes, <span style="background:#ff0">{html.escape(tag)}</span> in yellow.</p>
 {"".join(rows)}
 </body></html>
 """
