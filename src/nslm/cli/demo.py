@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from nslm.cli.options import input_format_option
+from nslm.cli.options import input_format_option, run_dir_option
 from nslm.errors import NslmError
 
 DEMO_CONFIG = "demo.toml"
@@ -57,15 +57,9 @@ class Stages:
     default=None,
     help="Training config [configs/demo.toml].",
 )
-@click.option(
-    "-o",
-    "--out",
-    "--run-dir",
-    "run_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+@run_dir_option(
+    "The run directory (--run-dir is the same option); reused if it holds the demo.",
     default=Path("runs/demo"),
-    show_default=True,
-    help="The run directory (--run-dir is the same option); reused if it holds the demo.",
 )
 @click.option(
     "--prompt",

@@ -128,6 +128,14 @@ def out_option(help: str, *, directory: bool = False, required: bool = False, al
     )
 
 
+def run_dir_option(help: str, default: Path | None = None):
+    """``-o/--out DIR`` (``--run-dir`` the same option): the run a command writes."""
+    return click.option(
+        "-o", "--out", "--run-dir", "run_dir", type=click.Path(file_okay=False, path_type=Path),
+        default=default, show_default=default is not None, help=help,
+    )  # fmt: skip
+
+
 def pick_corpus(option: str | None, positional: str | None, default: str = DEFAULT_CORPUS) -> str:
     """The corpus given as ``--corpus`` or as the documented positional, not both."""
     if option and positional and option != positional:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from nslm.cli.options import check_run
+from nslm.cli.options import check_run, run_dir_option
 from nslm.errors import NslmError
 
 if TYPE_CHECKING:
@@ -110,15 +110,7 @@ def _resume_launch(resume_dir: Path) -> bool:
 @click.command("train")
 @click.argument("config", required=False, type=click.Path(path_type=Path))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key.")
-@click.option(
-    "-o",
-    "--out",
-    "--run-dir",
-    "run_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where to write the run (--run-dir is the same option) [runs/<config>-<time>].",
-)
+@run_dir_option("Where to write the run (--run-dir is the same option) [runs/<config>-<time>].")
 @click.option(
     "--resume",
     "resume_dir",
