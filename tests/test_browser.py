@@ -57,7 +57,7 @@ def submit(page: Page, url: str, fields: dict[str, str], button: str, answer: st
 def test_next_token_shows_both_models_and_the_breakdown(server: str, browser_page: Page,
                                                         tmp_path: Path) -> None:  # fmt: skip
     page = browser_page
-    fields = {"#prompt": "In 1990 , the city of", "#k": "7"}
+    fields = {"#prompt": "In 1990, the city of", "#k": "7"}
     submit(page, server, fields, "#predict-btn", ".bar.nslm")
     assert page.locator(".bar.nnlm").count() == 7 and page.locator(".bar.nslm").count() == 7
     heads = page.locator("h3.class-head").all_inner_texts()
@@ -70,10 +70,39 @@ def test_next_token_shows_both_models_and_the_breakdown(server: str, browser_pag
 
 def test_generate_marks_class_tokens(server: str, browser_page: Page) -> None:
     page = browser_page
-    fields = {"#gen-prompt": "In 1990 ,", "#gen-max": "40"}
-    submit(page, server, fields, "#generate-btn", "#generate-out p")
-    words = page.locator("#generate-out p").inner_text().split()
-    assert words[:2] == ["In", "1990"] and len(words) >= 2 + 40
+    fields = {"#gen-prompt": "In 1990,", "#gen-max": "40"}
+    page.goto(server)
+    page.check("#gen-tokens")  # the model's tokens, one word each
+    for selector, text in fields.items():
+        page.fill(selector, text)
+    page.click("#generate-btn")
+    page.wait_for_selector("#generate-out p.continuation")
+    text = page.locator("#generate-out p.continuation").inner_text()
+    words = text.split()
+    # "In 1990 ," then 40 tokens, each <eos> among them a line break rather than a word
+    assert words[:3] == ["In", "1990", ","] and len(words) >= 3 + 40 - text.count("\n")
+    assert page.locator("#generate-out .read-as").inner_text() == "In 1990 ,"
+
+
+def test_plain_text_in_and_out(server: str, browser_page: Page) -> None:
+    """A sentence typed as a person writes it is read as WikiText was tokenized: the <year>
+    micro-model's previous year is 1914 (not an unknown "1914,"), and the continuation reads
+    as plain text."""
+    page = browser_page
+    sentence = "The war began in 1914, and ended in"
+    submit(page, server, {"#prompt": sentence}, "#predict-btn", ".bar.nslm")
+    assert page.locator("#predict-out .read-as").inner_text() == (
+        "The war began in 1914 , and ended in"
+    )
+    year = page.locator("h3.class-head", has_text="<year>")
+    assert year.locator(".context").inner_text() == "1914"
+    assert "previous: 1914" in year.inner_text()
+    fields = {"#gen-prompt": sentence, "#gen-max": "40"}
+    submit(page, server, fields, "#generate-btn", "#generate-out p.continuation")
+    text = page.locator("#generate-out p.continuation").inner_text()
+    assert text.startswith(sentence) and len(text) > len(sentence) + 40
+    for tokenized in (" @-@ ", " @,@ ", " @.@ ", "1914 ,", " , ", " . ", " 's "):
+        assert tokenized not in text, (tokenized, text)
 
 
 def test_a_bad_request_shows_its_message(server: str, browser_page: Page) -> None:

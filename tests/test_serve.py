@@ -16,11 +16,13 @@ from fastapi.testclient import TestClient
 
 from helpers import served
 from nslm.cli import main
+from nslm.data.text import to_plain
 from nslm.errors import NslmError
 from nslm.pages.explorer import Limits, RunView
+from nslm.pages.pieces import plain_pieces
 from nslm.pages.server import create_app
 
-PROMPT = "In 1990 , the city of"
+PROMPT = "In 1990, the city of"  # plain text, as a person types it
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +65,88 @@ def test_generate_is_seeded_and_marks_class_tokens(client: TestClient) -> None:
     b = client.post("/api/runs/words/generate", json=body).json()
     assert a == b and len(a["tokens"]) == 25
     assert all(t["class"] is None or isinstance(t["class"], str) for t in a["tokens"])
+    # the text is the prompt's piece and then each generated token's, in order
+    assert a["prompt_text"] + "".join(t["display"] for t in a["tokens"]) == a["text"]
+    assert a["text"].startswith("In 1990, the city of")
+
+
+def test_a_plain_prompt_is_read_by_the_runs_rules(client: TestClient) -> None:
+    """Plain text is tokenized as WikiText was ("1914," → "1914 ,"), so the <year>
+    micro-model sees 1914 as its previous year; tokenized text passes through unchanged."""
+    prompt = "The well-known war began in 1914, and ended in"
+    plain = client.post("/api/runs/words/predict", json={"prompt": prompt}).json()
+    assert " ".join(plain["tokens"]) == "The well @-@ known war began in 1914 , and ended in"
+    assert plain["oov"] == [] or "1914," not in plain["oov"]
+    year = next(c for c in plain["classes"] if c["class"] == "<year>")
+    assert year["context"] == "1914"
+    asked = {"prompt": prompt, "input_format": "tokenized"}
+    tokenized = client.post("/api/runs/words/predict", json=asked).json()
+    assert tokenized["tokens"] == prompt.split()  # "well-known", "1914," as they are
+    assert "1914," in tokenized["oov"]
+    corpus_form = {"prompt": " ".join(plain["tokens"]), "input_format": "tokenized"}
+    same = client.post("/api/runs/words/predict", json=corpus_form).json()
+    assert same["tokens"] == plain["tokens"] and same["nslm"] == plain["nslm"]
+
+
+def test_generate_answers_plain_text_or_tokens(client: TestClient) -> None:
+    body = {"prompt": "The well-known war began in 1914, and ended in", "max_tokens": 40,
+            "seed": 5}  # fmt: skip
+    plain = client.post("/api/runs/words/generate", json=body).json()
+    assert " ".join(plain["read_as"]) == "The well @-@ known war began in 1914 , and ended in"
+    assert plain["prompt_text"] == body["prompt"]
+    assert " @-@ " not in plain["text"] and " @,@ " not in plain["text"]
+    assert plain["text"] == to_plain([*plain["read_as"], *(t["token"] for t in plain["tokens"])])
+    tokens = client.post("/api/runs/words/generate",
+                         json={**body, "output_format": "tokenized"}).json()  # fmt: skip
+    assert [t["token"] for t in tokens["tokens"]] == [t["token"] for t in plain["tokens"]]
+    assert tokens["prompt_text"] == "The well @-@ known war began in 1914 , and ended in"
+    assert tokens["text"].split() == [t for t in [*tokens["read_as"],
+                                                  *(t["token"] for t in tokens["tokens"])]
+                                      if t != "<eos>"]  # fmt: skip
+
+
+def test_pieces_cut_plain_text_at_tokens() -> None:
+    prompt = ["In", "1914", ","]
+    generated = ["the", "well", "@-@", "known", "New_York", "(", "16", "km", ")", "<eos>", "A"]
+    prompt_text, pieces = plain_pieces(prompt, generated, "wikitext")
+    assert prompt_text == "In 1914,"
+    assert pieces == [" the", " well", "-", "known", " New York", " (", "16", " km", ")", "\n",
+                      "A"]  # fmt: skip
+    assert plain_pieces([], [], "wikitext") == ("", [])
+    assert plain_pieces(["a"], ["b", "<eos>"], "whitespace") == ("a", [" b", "\n"])
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ({"prompt": "a", "input_format": "wikitext"}, "input_format must be one of plain"),
+        ({"prompt": "a", "output_format": "html"}, "output_format must be one of plain"),
+        ({"prompt": "in \ud800 1914"}, "lone surrogate (U+D800) at character 4"),
+        ({"prompt": "\u0000\u0007\u001b"}, "no tokens"),
+        ({"prompt": 3}, "prompt: Input should be a valid string"),
+    ],
+)
+def test_bad_text_and_formats_get_one_line(client: TestClient, body: dict, needle: str) -> None:
+    for path in ("predict", "generate"):
+        if path == "predict" and "output_format" in body:
+            continue
+        res = client.post(f"/api/runs/words/{path}", content=json.dumps(body).encode(),
+                          headers={"Content-Type": "application/json"})  # fmt: skip
+        assert 400 <= res.status_code < 500, res.text
+        detail = res.json()["detail"]
+        assert isinstance(detail, str) and "\n" not in detail and needle in detail
+
+
+def test_a_lone_surrogate_is_refused_in_every_text_field(client: TestClient) -> None:
+    for path, field in (("words/predict", "prompt"), ("words/generate", "prompt"),
+                        ("bytes/bytes", "prime"), ("bytes/sentiment", "text")):  # fmt: skip
+        raw = json.dumps({field: "ok \udc80"}).encode()  # JSON's escape: no UTF-8 for it
+        res = client.post(f"/api/runs/{path}", content=raw,
+                          headers={"Content-Type": "application/json"})  # fmt: skip
+        assert res.status_code == 422 and "lone surrogate (U+DC80)" in res.json()["detail"]
+    broken = client.post("/api/runs/words/predict", content=b'{"prompt": "a",',
+                         headers={"Content-Type": "application/json"})  # fmt: skip
+    assert broken.status_code == 422 and "not JSON" in broken.json()["detail"]
 
 
 def test_bytes_are_coloured_by_the_neuron(client: TestClient) -> None:
@@ -155,7 +239,7 @@ def test_serve_needs_runs() -> None:
 
 
 def test_concurrent_predictions_are_computed_together_and_each_answered(tiny_nslm_run) -> None:
-    prompts = [f"In {1900 + i} , the city of" for i in range(24)] + ["   "]
+    prompts = [f"In {1900 + i}, the city of" for i in range(24)] + ["   "]
     alone = RunView("alone", tiny_nslm_run)
     want = {p: alone.predict(p, 5, 10) for p in prompts[:-1]}
     view = RunView("together", tiny_nslm_run)
@@ -168,3 +252,9 @@ def test_concurrent_predictions_are_computed_together_and_each_answered(tiny_nsl
         assert [t["token"] for t in got["nslm"]] == [t["token"] for t in want[p]["nslm"]]
         assert got["nslm"][0]["p"] == pytest.approx(want[p]["nslm"][0]["p"], rel=1e-5)
     assert sum(view._predictions.batch_sizes) >= len(prompts)
+    # the input format is part of the request: the same text read both ways, neither cached
+    # as the other
+    assert view.predict("well-known", 5, 10, "tokenized")["tokens"] == ["well-known"]
+    assert view.predict("well-known", 5, 10)["tokens"] == ["well", "@-@", "known"]
+    with pytest.raises(NslmError, match="unknown input format"):
+        view.predict("a", 5, 10, "html")

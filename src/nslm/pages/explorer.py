@@ -7,15 +7,19 @@ A :class:`RunView` loads a run once at start-up and answers:
   members with their values and coordinates (the page draws years as a chart, places on a
   map); a run without micro-models answers with the NNLM alone;
 - ``generate``: a continuation (NSLM with micro-models when the run has them, class tokens
-  marked; else the neural LM; a word+POS run gives word/TAG pairs);
+  marked; else the neural LM; a word+POS run gives word/TAG pairs), as plain text (or the
+  model's tokens) with each generated token's piece of that text;
 - ``sample_bytes`` (byte LM): a continuation of a prime, each character with a chosen
   neuron's tanh(cell state);
 - ``sentiment`` (byte LM with ``nslm probe sentiment``): P(positive) of the probe saved on
   SST-2 and the verdict of its single best neuron.
 
-Calls on one run are serialised (one model, two cores); concurrent predictions are computed
-together in one pass (:class:`~nslm.pages.coalesce.Coalescer`), and identical ones come
-from a small cache, since a prediction is a pure function of the prompt.
+A prompt is plain text by default (``input_format="tokenized"``: already in the corpus's
+tokens), read by :mod:`nslm.data.text` as ``nslm predict`` reads it; each answer carries the
+tokens it was read as. Calls on one run are serialised (one model, two cores); concurrent
+predictions are computed together in one pass (:class:`~nslm.pages.coalesce.Coalescer`),
+and identical ones come from a small cache, since a prediction is a pure function of the
+prompt and its format.
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from nslm.data.text import OUTPUT_FORMATS, check_input_format
 from nslm.errors import NslmError
 from nslm.generation.sampling import Sampler, SamplingConfig
 from nslm.pages.coalesce import Coalescer
+from nslm.pages.pieces import plain_pieces
 
 
 @dataclass(frozen=True)
@@ -60,22 +66,16 @@ class RunView:
             from nslm.runs.word_pos import load_word_pos_run
 
             self.kind, self.loaded, self.micro = "word-pos", load_word_pos_run(self.path), {}
+            self.form = "whitespace"  # its words are read and written as they are
         else:
-            from nslm.runs.load import load_run
+            from nslm.runs.open import open_run
 
-            self.loaded = load_run(self.path)
-            self.micro = {}
-            if is_byte_corpus(cfg.corpus):
-                self.kind = "byte"
-            elif (self.path / "micro.json").is_file():
-                from nslm.runs.context_micro import run_micro_models
-                from nslm.runs.lambdas import saved_global_lambda
-
-                self.kind, self.micro = "nslm", run_micro_models(self.loaded)
-                # the ensemble's λ of the run's last eval, read once as the weights are
-                self.lam = saved_global_lambda(self.path)
-            else:
-                self.kind = "word"
+            byte = is_byte_corpus(cfg.corpus)
+            # threads=False: the server set torch's threads (one per request) before loading
+            opened = open_run(self.path, micro="none" if byte else "auto", threads=False)
+            self.loaded, self.micro, self.lam = opened.loaded, opened.micro, opened.lam
+            self.kind = "byte" if byte else "nslm" if opened.has_micro else "word"
+            self.form = "whitespace" if byte else opened.text_form
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, dict] = OrderedDict()
         self._predictions = Coalescer(self._predict_many)
@@ -94,29 +94,31 @@ class RunView:
 
     # -- next token ----------------------------------------------------------------------------
 
-    def predict(self, prompt: str, k: int = 10, within: int = 50) -> dict[str, Any]:
+    def predict(self, prompt: str, k: int = 10, within: int = 50,
+                input_format: str = "plain") -> dict[str, Any]:  # fmt: skip
         if self.kind not in ("nslm", "word"):
             raise NslmError(f"run {self.name!r} is a {self.kind} run: no next-token breakdown")
-        key = (prompt, k, within)
+        key = (prompt, k, within, check_input_format(input_format))
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
         return self._predictions(key)
 
-    def _predict_many(self, keys: Sequence[tuple[str, int, int]]) -> list[dict | Exception]:
+    def _predict_many(self, keys: Sequence[tuple[str, int, int, str]]
+                      ) -> list[dict | Exception]:  # fmt: skip
         """The predictions of concurrent requests (see :class:`Coalescer`): those asking the
-        same k and within in one pass; a prompt that fails fails alone."""
+        same k, within and input format in one pass; a prompt that fails fails alone."""
         out: dict[int, dict | Exception] = {}
-        groups: dict[tuple[int, int], list[int]] = {}
-        for i, (_, k, within) in enumerate(keys):
-            groups.setdefault((k, within), []).append(i)
+        groups: dict[tuple[int, int, str], list[int]] = {}
+        for i, (_, *asked) in enumerate(keys):
+            groups.setdefault(tuple(asked), []).append(i)
         with self._lock:
-            for (k, within), rows in groups.items():
+            for asked, rows in groups.items():
                 try:
-                    got = self._predict([keys[i][0] for i in rows], k, within)
+                    got = self._predict([keys[i][0] for i in rows], *asked)
                 except Exception:  # a bad prompt in the group: each alone, so it fails alone
-                    got = [self._predict_alone(keys[i][0], k, within) for i in rows]
+                    got = [self._predict_alone(keys[i][0], *asked) for i in rows]
                 out.update(zip(rows, got, strict=True))
             for i, result in out.items():
                 if not isinstance(result, Exception):
@@ -125,29 +127,45 @@ class RunView:
                 self._cache.popitem(last=False)
         return [out[i] for i in range(len(keys))]
 
-    def _predict_alone(self, prompt: str, k: int, within: int) -> dict | Exception:
+    def _predict_alone(self, prompt: str, k: int, within: int, input_format: str
+                       ) -> dict | Exception:  # fmt: skip
         try:
-            return self._predict([prompt], k, within)[0]
+            return self._predict([prompt], k, within, input_format)[0]
         except Exception as exc:  # answered to its own request
             return exc
 
-    def _predict(self, prompts: list[str], k: int, within: int) -> list[dict[str, Any]]:
-        from nslm.generation.predict import nnlm_next, predict_many, prompt_batch, top_indices
+    def _predict(self, prompts: list[str], k: int, within: int, input_format: str
+                 ) -> list[dict[str, Any]]:  # fmt: skip
+        from nslm.generation.predict import nnlm_next, predict_many, top_indices
+        from nslm.generation.prompts import oov_words, prompt_batch
 
         if self.kind == "nslm":
             return predict_many(self.loaded, self.micro, prompts, k=k, lam=self.lam,
-                                n_within=within)  # fmt: skip
-        _, logp = nnlm_next(self.loaded, self.loaded.scorer(), prompt_batch(self.loaded, prompts))
+                                n_within=within, input_format=input_format)  # fmt: skip
+        # the NNLM alone reads each prompt as the NSLM would: tokenized, then prepared
+        batch = prompt_batch(self.loaded, prompts, input_format)
+        _, logp = nnlm_next(self.loaded, self.loaded.scorer(), batch)
         itos = self.loaded.corpus.vocab.itos
-        return [{"prompt": prompt, "nnlm": [{"token": itos[w], "p": float(np.exp(row[w]))}
-                                            for w in top_indices(row, k)],
+        return [{"prompt": prompt, "tokens": tokens, "oov": oov_words(self.loaded, tokens),
+                 "nnlm": [{"token": itos[w], "p": float(np.exp(row[w]))}
+                          for w in top_indices(row, k)],
                  "nslm": [], "classes": []}
-                for prompt, row in zip(prompts, logp, strict=True)]  # fmt: skip
+                for prompt, tokens, row in zip(prompts, batch.tokens, logp,
+                                               strict=True)]  # fmt: skip
 
     # -- generation ----------------------------------------------------------------------------
 
     def generate(self, prompt: str, max_tokens: int, sampling: SamplingConfig,
-                 seed: int | None) -> dict[str, Any]:  # fmt: skip
+                 seed: int | None, input_format: str = "plain",
+                 output_format: str = "plain") -> dict[str, Any]:  # fmt: skip
+        """A continuation of ``prompt``: ``read_as``, the prompt's tokens; ``text``, the prompt
+        and the continuation as plain text (``output_format="tokenized"``: the tokens joined
+        by spaces); per generated token its ``display``, its piece of ``text`` (with the space
+        before it), after ``prompt_text``, the prompt's piece."""
+        check_input_format(input_format)
+        if output_format not in OUTPUT_FORMATS:
+            raise NslmError(f"unknown output format {output_format!r}; one of "
+                            f"{', '.join(OUTPUT_FORMATS)}")  # fmt: skip
         sampler = Sampler(sampling, seed=seed)
         with self._lock:
             if self.kind == "byte":
@@ -155,30 +173,51 @@ class RunView:
 
                 data = generate_bytes(self.loaded, prompt.encode("utf-8"), max_tokens, sampler)
                 text = data.decode("utf-8", errors="replace")
-                return {"prompt": prompt, "tokens": [{"token": text, "class": None}]}
+                return {"prompt": prompt, "read_as": [], "prompt_text": prompt,
+                        "text": prompt + text, "output_format": output_format,
+                        "tokens": [{"token": text, "class": None, "display": text}]}  # fmt: skip
             if self.kind == "word-pos":
                 from nslm.generation.word_pos import generate_word_pos
 
-                _, pairs = generate_word_pos(self.loaded, prompt, max_tokens, sampler)
-                return {"prompt": prompt,
-                        "tokens": [{"token": w, "class": t} for w, t in pairs]}  # fmt: skip
-            return {"prompt": prompt, "tokens": self._generate_words(prompt, max_tokens, sampler)}
+                given, pairs = generate_word_pos(self.loaded, prompt, max_tokens, sampler)
+                read_as = [w for w, _ in given]
+                drawn = [{"token": w, "class": t} for w, t in pairs]
+            else:
+                read_as, drawn = self._generate_words(prompt, max_tokens, sampler, input_format)
+        form = "whitespace" if output_format == "tokenized" else self.form
+        prompt_text, pieces = plain_pieces(read_as, [d["token"] for d in drawn], form)
+        for entry, piece in zip(drawn, pieces, strict=True):
+            entry["display"] = piece
+        return {"prompt": prompt, "read_as": read_as, "prompt_text": prompt_text,
+                "text": prompt_text + "".join(pieces), "output_format": output_format,
+                "tokens": drawn}  # fmt: skip
 
-    def _generate_words(self, prompt: str, max_tokens: int, sampler: Sampler) -> list[dict]:
+    def _generate_words(self, prompt: str, max_tokens: int, sampler: Sampler,
+                        input_format: str) -> tuple[list[str], list[dict]]:  # fmt: skip
+        """The prompt's tokens as read (as ``nslm predict`` reads them: tokenized, numbers
+        re-joined, places chunked) and the generated tokens with their readings."""
         from nslm.data.vocab import EOS
         from nslm.generation.neural import generate_neural
-        from nslm.generation.nslm_sampling import generate_nslm
+        from nslm.generation.nslm_sampling import NslmStepper, generate_with
+        from nslm.generation.prompts import prompt_split
 
         vocab, names = self.loaded.corpus.vocab, self.loaded.corpus.class_names
         if self.kind == "nslm":
-            drawn = generate_nslm(self.loaded, self.micro, prompt, max_tokens, sampler)
-            return [{"token": vocab.itos[g.token_id], "class": names[g.cls] if g.cls else None}
-                    for g in drawn]  # fmt: skip
-        ids = [int(i) for i in vocab.encode([EOS, *prompt.split()])]
+            stepper = NslmStepper(self.loaded, self.micro, prompt, input_format)
+            drawn = generate_with(stepper, max_tokens, sampler)
+            return list(stepper.prompt_tokens), [
+                {"token": vocab.itos[g.token_id], "class": names[g.cls] if g.cls else None}
+                for g in drawn
+            ]
+        read_as, ids = [], []
+        if prompt.strip():  # else: the start of a line
+            split, read_as = prompt_split(self.loaded, prompt, input_format=input_format)
+            ids = split.token_ids[:-1].tolist()
+        eos = vocab.stoi[EOS]
         head = self.loaded.cfg.heads[0]
-        drawn = generate_neural(self.loaded.model, ids, max_tokens, sampler, head=head,
-                                eos_id=vocab.stoi[EOS])  # fmt: skip
-        return [{"token": vocab.itos[i], "class": None} for i in drawn]
+        drawn_ids = generate_neural(self.loaded.model, [eos, *ids], max_tokens, sampler,
+                                    head=head, eos_id=eos)  # fmt: skip
+        return read_as, [{"token": vocab.itos[i], "class": None} for i in drawn_ids]
 
     # -- byte LM ---------------------------------------------------------------------------------
 

@@ -2,7 +2,10 @@
 
 Next token: NNLM and NSLM top-k as bars, each NSLM token with its class × micro-model
 breakdown; per class its members as a chart (numbers by value, e.g. years) or a map (places
-by longitude and latitude). Generate: class tokens from micro-models are marked. Byte LM:
+by longitude and latitude). The prompts are plain text (a select says they are already in
+the corpus's tokens), and each answer shows the tokens a prompt was read as. Generate: the
+continuation as plain text (a checkbox shows the model's tokens instead), the class tokens
+from micro-models marked in either. Byte LM:
 a sample coloured by a neuron (red +1, blue −1, as ``nslm generate --neuron``), and a review
 classified by the sentiment probe and its single neuron.
 """
@@ -27,6 +30,7 @@ PAGE_STYLE = (
 .class-token { background: #fde9c9; border-radius: 3px; padding: 0 2px; }
 .error { color: #b00020; } input[type=text], textarea { width: 100%; font: inherit; }
 #bytes-out span { white-space: pre-wrap; font-family: monospace; }
+.continuation { white-space: pre-wrap; } .read-as { font-family: monospace; }
 svg { background: #fafafa; border: 1px solid #eee; }
 """
 )
@@ -60,15 +64,19 @@ def explorer_html(runs: list[dict], limits) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>nslm explorer</title>
 <style>{PAGE_STYLE}</style></head><body>
 <h1>nslm explorer</h1>
-<p class="note">Run: <select id="run">{options}</select> · API: <a href="/docs">/docs</a></p>
+<p class="note">Run: <select id="run">{options}</select> · Prompts are
+<select id="input-format"><option value="plain">plain text</option>
+<option value="tokenized">the corpus's tokens</option></select>
+· API: <a href="/docs">/docs</a></p>
 <div class="panel" id="predict-panel"><h2>Next token</h2>
 <input id="prompt" type="text" maxlength="{limits.max_prompt_chars}"
- value="William the Conqueror won the Battle of Hastings in 1066 , and died in">
+ value="William the Conqueror won the Battle of Hastings in 1066, and died in">
 <label>k <input id="k" type="number" min="1" max="{limits.max_k}" value="10"></label>
 <button id="predict-btn">Predict</button><div id="predict-out"></div></div>
 <div class="panel" id="generate-panel"><h2>Generate</h2>
-<input id="gen-prompt" type="text" maxlength="{limits.max_prompt_chars}" value="In 1990 ,">
+<input id="gen-prompt" type="text" maxlength="{limits.max_prompt_chars}" value="In 1990,">
 {_sampling_inputs("gen-", limits.max_tokens, 30, "max tokens")}
+<label><input id="gen-tokens" type="checkbox"> show tokens</label>
 <button id="generate-btn">Generate</button><div id="generate-out"></div></div>
 <div class="panel" id="bytes-panel"><h2>Byte LM: a neuron over a sample</h2>
 <input id="prime" type="text" maxlength="{limits.max_prompt_chars}" value="This movie was">

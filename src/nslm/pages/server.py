@@ -4,7 +4,9 @@
 its OpenAPI page at ``/docs``. Runs are addressed by the names given at start-up, never by a
 path from a request. Bounds (:class:`~nslm.pages.explorer.Limits`) give 422 with a message,
 an unknown run 404, a request the run cannot serve (a neuron of a word LM) 400; an error in
-one request leaves the server serving.
+one request leaves the server serving. Every error's ``detail`` is one line of text, and
+every answer is ASCII JSON: text that is not valid Unicode (a lone surrogate, which JSON can
+spell as ``"\ud800"``) is refused with 422 before anything reads it.
 """
 
 from __future__ import annotations
@@ -16,20 +18,36 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 
 from nslm.atomic import json_text
+from nslm.data.text import INPUT_FORMATS, OUTPUT_FORMATS
 from nslm.errors import NslmError
 from nslm.generation.sampling import SamplingConfig
 from nslm.pages.explorer import Limits, RunView
 from nslm.pages.explorer_page import explorer_html
 
 
+def _format_field(choices: tuple[str, ...], description: str) -> Any:
+    """A format's field: listed as a choice in the OpenAPI page, checked by :func:`_choice`
+    (a one-line 422 rather than pydantic's list of errors)."""
+    return Field("plain", description=description, json_schema_extra={"enum": list(choices)})
+
+
+INPUT_FORMAT_HELP = (
+    "plain: plain text, tokenized by the run's rules ('1914,' reads as '1914 ,'); "
+    "tokenized: already in the corpus's tokens, read as it is."
+)
+OUTPUT_FORMAT_HELP = "plain: the answer's text as plain text; tokenized: the model's tokens."
+
+
 class PredictRequest(BaseModel):
     prompt: str = Field(description="Text whose next token is predicted.")
     k: int = Field(10, ge=1, description="How many next tokens to list.")
     within: int = Field(50, ge=1, description="Per class, how many members to list.")
+    input_format: str = _format_field(INPUT_FORMATS, INPUT_FORMAT_HELP)
 
 
 class Sampling(BaseModel):
@@ -46,6 +64,8 @@ class Sampling(BaseModel):
 class GenerateRequest(Sampling):
     prompt: str = ""
     max_tokens: int = Field(30, ge=1, description="Tokens (bytes for a byte LM) to generate.")
+    input_format: str = _format_field(INPUT_FORMATS, INPUT_FORMAT_HELP)
+    output_format: str = _format_field(OUTPUT_FORMATS, OUTPUT_FORMAT_HELP)
 
 
 class BytesRequest(Sampling):
@@ -62,7 +82,19 @@ def _bounded(text: str, limits: Limits, what: str) -> str:
     if len(text) > limits.max_prompt_chars:
         raise HTTPException(422, f"{what} is {len(text):,} characters; the limit is "
                                  f"{limits.max_prompt_chars:,}")  # fmt: skip
+    # JSON may spell half of a UTF-16 pair alone ("\ud800"): no text, and no UTF-8 either
+    bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:
+        raise HTTPException(422, f"{what} is not valid Unicode: a lone surrogate "
+                                 f"(U+{ord(text[bad]):04X}) at character {bad + 1}")  # fmt: skip
     return text
+
+
+def _choice(value: str, choices: tuple[str, ...], what: str) -> str:
+    if value not in choices:
+        raise HTTPException(422, f"{what} must be one of {', '.join(choices)}, not "
+                                 f"{value[:40]!a}")  # fmt: skip
+    return value
 
 
 def _at_most(value: int, limit: int, what: str) -> int:
@@ -98,8 +130,27 @@ def create_app(runs: dict[str, Path], limits: Limits | None = None) -> FastAPI: 
         return views[name]
 
     @app.exception_handler(NslmError)
-    async def nslm_error(_: Request, exc: NslmError) -> JSONResponse:
-        return JSONResponse(status_code=400, content={"detail": str(exc)})
+    async def nslm_error(_: Request, exc: NslmError) -> JSONText:
+        # ASCII JSON: a message quoting the request's text cannot fail to encode
+        return JSONText(status_code=400, content={"detail": str(exc)})
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSONText:
+        return JSONText(status_code=exc.status_code, content={"detail": exc.detail},
+                        headers=exc.headers)  # fmt: skip
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONText:
+        """pydantic's errors as one line ("k: Input should be greater than or equal to 1"),
+        without echoing the input (which may be text that cannot be encoded)."""
+        lines = []
+        for error in exc.errors():
+            if error.get("type") == "json_invalid":
+                lines.append(f"the body is not JSON ({error.get('ctx', {}).get('error', '?')})")
+                continue
+            where = ".".join(str(part) for part in error.get("loc", ())[1:])  # after "body"
+            lines.append(f"{where}: {error.get('msg', 'invalid')}" if where else error["msg"])
+        return JSONText(status_code=422, content={"detail": "; ".join(lines) or "invalid"})
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
@@ -115,14 +166,18 @@ def create_app(runs: dict[str, Path], limits: Limits | None = None) -> FastAPI: 
         prompt = _bounded(body.prompt, limits, "prompt")
         k = _at_most(body.k, limits.max_k, "k")
         within = _at_most(body.within, limits.max_within, "within")
-        return JSONText(run.predict(prompt, k, within))
+        input_format = _choice(body.input_format, INPUT_FORMATS, "input_format")
+        return JSONText(run.predict(prompt, k, within, input_format))
 
     @app.post("/api/runs/{name}/generate", summary="Continue a prompt")
     def generate(name: str, body: GenerateRequest) -> JSONText:
         run = view(name)
         prompt = _bounded(body.prompt, limits, "prompt")
         n = _at_most(body.max_tokens, limits.max_tokens, "max_tokens")
-        return JSONText(run.generate(prompt, n, body.config(), body.seed))
+        input_format = _choice(body.input_format, INPUT_FORMATS, "input_format")
+        output_format = _choice(body.output_format, OUTPUT_FORMATS, "output_format")
+        return JSONText(run.generate(prompt, n, body.config(), body.seed, input_format,
+                                     output_format))  # fmt: skip
 
     @app.post("/api/runs/{name}/bytes", summary="Byte LM: sample, coloured by a neuron")
     def sample_bytes(name: str, body: BytesRequest) -> JSONText:

@@ -51,15 +51,23 @@ function map(members) {
     `r="${2 + 10 * Math.sqrt(m.p_in_class / top)}" fill="#d0694a" fill-opacity="0.6"><title>${escapeHtml(m.token)}: ${pct(m.p_in_class)}</title></circle>`).join("");
   return `<svg class="place-map" width="${W}" height="${H}"><line x1="0" x2="${W}" y1="${H / 2}" y2="${H / 2}" stroke="#ddd"/>${dots}</svg>`;
 }
+function readAs(tokens) {  // how the prompt was read: the tokens the model saw
+  return tokens ? `<p class="note">read as: <span class="read-as">${escapeHtml(tokens.join(" "))}</span></p>` : "";
+}
 async function predict() {
   const out = $("predict-out");
-  const data = await call("predict", {prompt: $("prompt").value, k: +$("k").value}, out);
+  const data = await call("predict", {prompt: $("prompt").value, k: +$("k").value,
+    input_format: $("input-format").value}, out);
   if (!data) return;
-  let html = `<div class="row"><div class="col"><h3>NNLM</h3>${bars(data.nnlm, "nnlm")}</div>`;
+  let html = readAs(data.tokens);
+  if (data.oov && data.oov.length) html += `<p class="note">not in the vocabulary, read as &lt;unk&gt;: ${escapeHtml(data.oov.join(" "))}</p>`;
+  html += `<div class="row"><div class="col"><h3>NNLM</h3>${bars(data.nnlm, "nnlm")}</div>`;
   if (data.nslm.length) html += `<div class="col"><h3>NSLM</h3>${bars(data.nslm, "nslm")}</div>`;
   html += "</div>";
   for (const c of data.classes) {
-    html += `<h3 class="class-head">${escapeHtml(c.class)}: P(class) ${pct(c.p_class)}, ${escapeHtml(c.model)}</h3>`;
+    // the micro-model's context: the previous token of its class in the prompt (paper Eq. 1)
+    const prev = c.context ? `, previous: <span class="context">${escapeHtml(c.context)}</span>` : "";
+    html += `<h3 class="class-head">${escapeHtml(c.class)}: P(class) ${pct(c.p_class)}, ${escapeHtml(c.model)}${prev}</h3>`;
     html += chart(c.top) + map(c.top);
     html += `<p class="note">${c.top.slice(0, 8).map((m) => escapeHtml(m.token) + " " + pct(m.p_in_class)).join(", ")}</p>`;
     if (c.gate) {  // a context-aware micro-model: the components the prompt chose
@@ -79,13 +87,23 @@ function sampling(prefix) {
   return {temperature: +$(prefix + "temperature").value, top_k: +$(prefix + "top-k").value,
           top_p: +$(prefix + "top-p").value, seed: seed === "" ? null : +seed};
 }
+function marked(t) {  // a generated token's piece of the text, a class token marked (not its space)
+  const [, space, word] = t.display.match(/^(\s*)([\s\S]*)$/);
+  return escapeHtml(space) + `<span class="class-token" title="&lt;${escapeHtml(t.class)}&gt; from its micro-model">${escapeHtml(word)}</span>`;
+}
 async function generate() {
   const out = $("generate-out");
-  const data = await call("generate", {prompt: $("gen-prompt").value, max_tokens: +$("gen-max").value, ...sampling("gen-")}, out);
+  const data = await call("generate", {prompt: $("gen-prompt").value, max_tokens: +$("gen-max").value,
+    input_format: $("input-format").value, output_format: $("gen-tokens").checked ? "tokenized" : "plain",
+    ...sampling("gen-")}, out);
   if (!data) return;
-  out.innerHTML = `<p>${escapeHtml(data.prompt)} ` + data.tokens.map((t) => t.class && kind() !== "word-pos"
-    ? `<span class="class-token" title="&lt;${escapeHtml(t.class)}&gt; from its micro-model">${escapeHtml(t.token)}</span>`
-    : escapeHtml(t.class ? `${t.token}/${t.class}` : t.token)).join(" ") + "</p>";
+  if (kind() === "word-pos") {  // word/TAG pairs
+    out.innerHTML = `<p>${escapeHtml(data.prompt_text)} ` + data.tokens.map((t) => escapeHtml(t.class ? `${t.token}/${t.class}` : t.token)).join(" ") + "</p>";
+    return;
+  }
+  out.innerHTML = `<p class="continuation">${escapeHtml(data.prompt_text)}` +
+    data.tokens.map((t) => t.class ? marked(t) : escapeHtml(t.display)).join("") + "</p>" +
+    (data.read_as.length ? readAs(data.read_as) : "");
 }
 function colour(v) {
   const a = Math.min(1, Math.abs(v)), w = Math.round(255 * (1 - a));
