@@ -20,6 +20,7 @@ from nslm.cli.options import (
 from nslm.data.text import prompt_line, text_form_of, to_plain
 from nslm.errors import NslmError
 from nslm.generation.ngram import generate_ngram
+from nslm.generation.predict_text import printable
 from nslm.generation.sampling import Sampler, SamplingConfig
 
 if TYPE_CHECKING:
@@ -128,10 +129,9 @@ def generate_command(
             tokens = _prompt_tokens(prompt, form, input_format)
             generated = _generate_neural(opened, tokens, max_tokens, sampler, head)
     words = [*tokens, *generated]
-    if output_format == "tokenized" or show_classes:  # token/<class> marks read as tokens
-        click.echo(to_plain(words, "whitespace"))
-    else:
-        click.echo(to_plain(words, form))
+    # token/<class> marks read as tokens
+    plain_form = "whitespace" if output_format == "tokenized" or show_classes else form
+    click.echo(printable(to_plain(words, plain_form)))  # the prompt's control characters too
 
 
 def _prompt_tokens(prompt: str, form: str, input_format: str) -> list[str]:
@@ -245,7 +245,7 @@ def _generate_word_pos(run: Path, prompt: str, max_tokens: int, sampler: Sampler
             lines.append([])
         else:
             lines[-1].append(f"{word}/{tag}" if tag else word)
-    click.echo("\n".join(" ".join(line) for line in lines if line))
+    click.echo(printable("\n".join(" ".join(line) for line in lines if line)))
 
 
 def _is_ngram(run: Path) -> bool:

@@ -24,6 +24,7 @@ from nslm.data.prepare import encode_tagged
 from nslm.data.tagging import class_names_for, tag_lines
 from nslm.data.text import corpus_lines, text_form_of, to_plain
 from nslm.data.textfile import read_text
+from nslm.data.vocab import EOS
 from nslm.errors import NslmError
 
 
@@ -76,6 +77,9 @@ def prepare_text(
     form = text_form_of(corpus.meta, corpus.vocab.itos)
     lines = corpus_lines(text, form, input_format)
     tagged = tag_lines(lines, classes, rules)
+    if all(token == EOS for token in tagged.tokens):  # control characters, marks: no words
+        raise NslmError(f"{source}: no tokens to score once tokenized (only line breaks, "
+                        "control characters or other marks)")  # fmt: skip
     unit_map = unit_map_from_json(corpus.meta.get("unit_map", {}))
     split = encode_tagged(name, tagged, corpus.vocab, corpus.class_names, unit_map)
     stoi = corpus.vocab.stoi

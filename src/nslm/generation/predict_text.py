@@ -9,6 +9,14 @@ from typing import Any
 # (every year is also a possible <range>, at a tiny probability: that line helps nobody).
 SHOWN_SHARE = 0.01
 WIDTH = 80
+# Control characters of the input (an ESC, a DEL, C1 codes) would drive the terminal they are
+# printed to: shown as escapes instead, as `ls` shows odd file names. Line breaks and tabs stay.
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(32), *range(0x7F, 0xA0)] if chr(c) not in "\n\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print to a terminal: control characters as ``\\xNN``."""
+    return text.translate(_CONTROLS)
 
 
 def render(result: dict[str, Any]) -> str:
@@ -45,7 +53,7 @@ def render(result: dict[str, Any]) -> str:
         if d.get("value_shift"):  # and the value bins (an era or a magnitude) it favoured
             shift = "  ".join(f"{g['bin']} ×{g['factor']:.2f}" for g in d["value_shift"][:2])
             lines.append(f"      value: {shift}"[:WIDTH])
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def _part(p: dict[str, Any]) -> str:
