@@ -135,3 +135,10 @@ def test_any_text_tokenizes_into_whitespace_free_tokens(text: str) -> None:
 def test_tokens_are_a_fixed_point_of_the_round_trip(text: str) -> None:
     tokens = to_tokens(text)
     assert to_tokens(to_plain(tokens)) == tokens
+
+
+def test_a_line_of_thousands_of_protected_spans_keeps_them_all() -> None:
+    """sacremoses numbers its placeholders with three digits: past 1,000 spans a line is cut."""
+    line = " ".join(["<unk> 1,500"] * 1500)
+    assert to_tokens(line) == "<unk> 1 @,@ 500".split() * 1500
+    assert to_tokens("<unk>" * 2000) == ["<unk>"] * 2000

@@ -38,6 +38,10 @@ _NUMBER_SEPARATOR = re.compile(r"(?<=\d|>)([,.])(?=(?:\d+|<unk>)(?!\w))")
 _JOINED = re.compile(r" @([-,.])@ ")  # "well @-@ known", "8 @,@ 600" → joined again
 # Kept whole through Moses: WikiText's placeholders and the separators added above.
 _PROTECTED = (r"</?[a-z]+>", r"@[-,.]@")
+_PROTECTED_SPAN = re.compile("|".join(_PROTECTED))
+# sacremoses numbers its placeholders with three digits: a line with more protected spans is
+# tokenized in pieces cut at spaces (Moses reads words one at a time, so the cut changes none).
+_MAX_PROTECTED = 900
 _HEADING = re.compile(r"^(=+)\s+(.*?)\s+\1$")  # "== Career ==" in plain text
 
 
@@ -78,12 +82,37 @@ def to_tokens(line: str, form: str = "wikitext") -> list[str]:
         return [*marks, *to_tokens(heading.group(2), form), *marks]
     line = _NUMBER_SEPARATOR.sub(r" @\1@ ", line)
     tokenizer, _ = _moses()
-    return tokenizer.tokenize(
-        line,
-        aggressive_dash_splits=True,  # WikiText's "a @-@ b"
-        escape=False,  # WikiText keeps & < > " as they are
-        protected_patterns=_PROTECTED,
-    )
+    return [
+        token
+        for piece in _pieces(line)
+        for token in tokenizer.tokenize(
+            piece,
+            aggressive_dash_splits=True,  # WikiText's "a @-@ b"
+            escape=False,  # WikiText keeps & < > " as they are
+            protected_patterns=_PROTECTED,
+        )
+    ]
+
+
+def _pieces(line: str) -> list[str]:
+    """``line`` cut at spaces into pieces of at most :data:`_MAX_PROTECTED` protected spans
+    (almost always the whole line, one piece)."""
+    if len(_PROTECTED_SPAN.findall(line)) <= _MAX_PROTECTED:
+        return [line]
+    pieces, words, spans = [], [], 0
+    for word in line.split(" "):
+        found = len(_PROTECTED_SPAN.findall(word))
+        if found > _MAX_PROTECTED:  # "<unk><unk>…" as one word: its spans apart
+            pieces += [" ".join(words)] if words else []
+            pieces += _pieces(_PROTECTED_SPAN.sub(r" \g<0> ", word))
+            words, spans = [], 0
+            continue
+        if words and spans + found > _MAX_PROTECTED:
+            pieces.append(" ".join(words))
+            words, spans = [], 0
+        words.append(word)
+        spans += found
+    return [*pieces, " ".join(words)]
 
 
 def to_plain(tokens: Sequence[str], form: str = "wikitext") -> str:
