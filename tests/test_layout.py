@@ -14,7 +14,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "nslm"
 # stage of each top-level module or folder; utilities at 0
 STAGES = {
-    "errors": 0, "atomic": 0, "perplexity": 0, "__init__": 0,
+    "errors": 0, "atomic": 0, "json_policy": 0, "tensor_files": 0, "perplexity": 0,
+    "__init__": 0,
     "data": 1,
     "config": 2,
     "batches": 3, "ngram": 3,

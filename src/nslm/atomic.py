@@ -1,26 +1,21 @@
-"""Atomic file writes, the one checked reader of safetensors, and the package's one JSON
-policy for non-finite numbers.
+"""Atomic file writes: every file nslm writes, JSON (:mod:`nslm.json_policy`) or bytes.
 
 A write goes to a temporary file in the same folder, then a rename: a process killed
 half-way leaves the old file or none, never half a file. The temporary's name holds the
 writer's process id (:func:`temporary_prefix`), so the next write of the same file removes
-what a killed writer left (:func:`remove_stale_temporaries`). JSON has no NaN or infinity,
-so every JSON nslm writes or prints turns a non-finite float (an undefined or infinite
-perplexity) into ``null`` (:func:`json_ready`).
+what a killed writer left (:func:`remove_stale_temporaries`).
 """
 
 from __future__ import annotations
 
 import glob
-import json
-import math
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from nslm.errors import NslmError
+from nslm.json_policy import json_text
 
 
 def temporary_prefix(path: Path) -> str:
@@ -53,19 +48,6 @@ def remove_stale_temporaries(path: Path) -> None:
             stale.unlink(missing_ok=True)
 
 
-def read_tensors(path: Path, what: str = "tensors") -> dict[str, Any]:
-    """The tensors of a safetensors file, the one binary format nslm reads back; a missing,
-    truncated or foreign file (a pickle in its place) is a one-line error naming it, and
-    nothing in it is ever executed."""
-    from safetensors import SafetensorError  # here: torch is not imported for a JSON write
-    from safetensors.torch import load_file
-
-    try:
-        return load_file(str(path))
-    except (SafetensorError, OSError) as exc:
-        raise NslmError(f"cannot read {what} {path}: {exc}") from None
-
-
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,25 +65,6 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def json_ready(value: Any) -> Any:
-    """``value`` with every non-finite float, at any depth, replaced by None (JSON null)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_ready(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_ready(v) for v in value]
-    return value
-
-
-def json_text(value: Any, *, indent: int | None = 1) -> str:
-    """Strict JSON text of ``value`` under :func:`json_ready`'s policy."""
-    try:  # most values hold no NaN or inf: one pass in C, no walk in Python first
-        return json.dumps(value, indent=indent, allow_nan=False)
-    except ValueError:  # a non-finite float somewhere: write those as null
-        return json.dumps(json_ready(value), indent=indent, allow_nan=False)
 
 
 def write_json_atomic(path: Path, value: Any, *, indent: int | None = 1) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from nslm.atomic import json_text, write_json_atomic
+from nslm.atomic import write_json_atomic
 from nslm.cli.options import (
     DEFAULT_CORPUS,
     classes_option,
@@ -23,6 +23,7 @@ from nslm.data.locate import locate_corpus
 from nslm.data.prepare import prepare_corpus
 from nslm.errors import NslmError
 from nslm.evaluation.class_perplexity import class_perplexities, perplexity
+from nslm.json_policy import json_text
 from nslm.ngram.arpa import read_arpa, write_arpa
 from nslm.ngram.build import (
     METHODS,

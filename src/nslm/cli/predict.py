@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from nslm.atomic import json_text
 from nslm.cli.options import input_format_option, micro_kind_option, run_argument
 from nslm.errors import NslmError
+from nslm.json_policy import json_text
 
 
 @click.command("predict")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from nslm.atomic import json_text
 from nslm.cli.options import out_option, run_argument
+from nslm.json_policy import json_text
 
 _batch = click.option("--batch-size", type=click.IntRange(1), default=128, show_default=True,
                       help="Texts per LSTM batch when reading states.")  # fmt: skip

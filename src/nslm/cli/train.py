@@ -168,7 +168,7 @@ def train_command(
             return
     results = train(cfg, target, resume=resume_dir is not None)  # type: ignore[arg-type]
     if results and int(os.environ.get("RANK", "0")) == 0:
-        from nslm.atomic import json_text
+        from nslm.json_policy import json_text
 
         click.echo(json_text({"run_dir": str(target), **results}))
         if results.get("pos_model"):  # a word+POS run: its comparison table too

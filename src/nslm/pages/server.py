@@ -22,10 +22,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 
-from nslm.atomic import json_text
 from nslm.data.text import INPUT_FORMATS, OUTPUT_FORMATS
 from nslm.errors import NslmError
 from nslm.generation.sampling import SamplingConfig
+from nslm.json_policy import json_text
 from nslm.pages.explorer import Limits, RunView
 from nslm.pages.explorer_page import explorer_html
 
@@ -104,7 +104,7 @@ def _at_most(value: int, limit: int, what: str) -> int:
 
 
 class JSONText(Response):
-    """A JSON answer written once by :func:`nslm.atomic.json_text` (non-finite floats as
+    """A JSON answer written once by :func:`nslm.json_policy.json_text` (non-finite floats as
     null): FastAPI's own encoding of a returned dict walks it twice more, ~3 ms of a 10 ms
     prediction with its class breakdown (measured on a tiny run)."""
 

@@ -10,8 +10,9 @@ from typing import Any
 import torch
 from safetensors.torch import save
 
-from nslm.atomic import read_tensors, write_bytes_atomic
+from nslm.atomic import write_bytes_atomic
 from nslm.errors import NslmError
+from nslm.tensor_files import read_tensors
 
 
 def save_tensors_atomic(path: Path, tensors: dict[str, torch.Tensor]) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from nslm.atomic import read_tensors, write_json_atomic
+from nslm.atomic import write_json_atomic
 from nslm.errors import NslmError
 from nslm.runs.files import (  # the run directory's file formats, which training writes
     load_model_tensors,
@@ -38,6 +38,7 @@ from nslm.runs.files import (  # the run directory's file formats, which trainin
     read_json,
     save_tensors_atomic,
 )
+from nslm.tensor_files import read_tensors
 
 __all__ = [
     "begin_checkpoint",
