@@ -99,20 +99,27 @@ def predict_many(
 ) -> list[dict[str, Any]]:
     """:func:`predict` of several prompts at once: one backbone pass, one call of each
     micro-model and one full distribution for all of them (the explorer's concurrent
-    requests)."""
+    requests). Without micro-models (``{}``: a run of neural heads only), the NNLM's list
+    alone, with ``nslm`` and ``classes`` empty."""
     batch = prompt_batch(loaded, prompts, input_format)
     scorer = loaded.scorer()
     last, nnlm = nnlm_next(loaded, scorer, batch)
-    rows, contexts = micro_contexts(micro, batch, last)
-    full = scorer.distribution(last, micro, loaded.corpus.class_names, rows)
-    nslm = ensemble_log_probs(nnlm, full.marginal(), lam)
-    per_class = class_entries(loaded, micro, full, contexts, last, n_within)
     itos = loaded.corpus.vocab.itos
+    if micro:
+        rows, contexts = micro_contexts(micro, batch, last)
+        full = scorer.distribution(last, micro, loaded.corpus.class_names, rows)
+        nslm = ensemble_log_probs(nnlm, full.marginal(), lam)
+        per_class = class_entries(loaded, micro, full, contexts, last, n_within)
     results = []
     for row, (prompt, tokens) in enumerate(zip(prompts, batch.tokens, strict=True)):
-        p_nnlm, p_nslm = nnlm[row], nslm[row]
+        p_nnlm = nnlm[row]
         top_nnlm = [{"token": itos[w], "p": math.exp(p_nnlm[w])}
                     for w in top_indices(p_nnlm, k).tolist()]  # fmt: skip
+        head = {"prompt": prompt, "tokens": tokens, "oov": oov_words(loaded, tokens)}
+        if not micro:
+            results.append({**head, "nnlm": top_nnlm, "nslm": [], "classes": []})
+            continue
+        p_nslm = nslm[row]
         top_nslm = [
             {"token": itos[w], "p": math.exp(p_nslm[w]), "p_nnlm": math.exp(p_nnlm[w]),
              "breakdown": breakdown(full, contexts[row], loaded.corpus.class_names, row, w)}
@@ -120,9 +127,7 @@ def predict_many(
         ]  # fmt: skip
         results.append(
             {
-                "prompt": prompt,
-                "tokens": tokens,
-                "oov": oov_words(loaded, tokens),
+                **head,
                 "lambda": lam,
                 "nnlm": top_nnlm,
                 "nslm": top_nslm,

@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from nslm.data.text import OUTPUT_FORMATS, check_input_format
 from nslm.errors import NslmError
 from nslm.generation.sampling import Sampler, SamplingConfig
@@ -136,22 +134,11 @@ class RunView:
 
     def _predict(self, prompts: list[str], k: int, within: int, input_format: str
                  ) -> list[dict[str, Any]]:  # fmt: skip
-        from nslm.generation.predict import nnlm_next, predict_many, top_indices
-        from nslm.generation.prompts import oov_words, prompt_batch
+        from nslm.generation.predict import predict_many
 
-        if self.kind == "nslm":
-            return predict_many(self.loaded, self.micro, prompts, k=k, lam=self.lam,
-                                n_within=within, input_format=input_format)  # fmt: skip
-        # the NNLM alone reads each prompt as the NSLM would: tokenized, then prepared
-        batch = prompt_batch(self.loaded, prompts, input_format)
-        _, logp = nnlm_next(self.loaded, self.loaded.scorer(), batch)
-        itos = self.loaded.corpus.vocab.itos
-        return [{"prompt": prompt, "tokens": tokens, "oov": oov_words(self.loaded, tokens),
-                 "nnlm": [{"token": itos[w], "p": float(np.exp(row[w]))}
-                          for w in top_indices(row, k)],
-                 "nslm": [], "classes": []}
-                for prompt, tokens, row in zip(prompts, batch.tokens, logp,
-                                               strict=True)]  # fmt: skip
+        # a run without micro-models answers with the NNLM's list alone (micro is {})
+        return predict_many(self.loaded, self.micro, prompts, k=k, lam=self.lam,
+                            n_within=within, input_format=input_format)  # fmt: skip
 
     # -- generation ----------------------------------------------------------------------------
 
