@@ -1,0 +1,142 @@
+"""The house's install and distribution figures: the lock, a fresh setup from it, two
+setups compared, the wheel test, and training on two "nodes" against one.
+
+    python benchmarks/house.py [--out benchmarks/results/house.json] [--skip-setup]
+
+Writes benchmarks/results/house.json:
+
+- ``locked``: the lock file and how many packages it pins.
+- ``fresh_setup_seconds``: ``make setup`` on a clean clone of the committed tree, into a
+  new virtualenv, with pip's cache turned off (every package fetched as a new user would;
+  torch from the machine's wheel folder); ``fresh_setup_seconds_cached``: a second setup
+  of the same clone with pip's cache.
+- ``freeze_identical``: the two setups' ``pip freeze --all`` are the same, line for line.
+- ``wheel_ok``: tests/test_wheel.py passes (build, install into a fresh virtualenv,
+  ``--help``, ``predict``, ``serve``).
+- ``multinode``: the final logged NNLM training loss of 2 torchrun nodes × 1 process and of
+  1 node × 2 processes (tiny config, 60 steps), their difference, the largest weight
+  difference, and whether a run with one node SIGKILLed after a checkpoint resumes and ends
+  with the same weights (tests/nodes.py does the launching, as tests/test_multinode.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests")]  # the nodes' launcher shared with test_multinode
+
+from machine import machine_info, today  # noqa: E402
+from nodes import (  # noqa: E402
+    kill_one_node_and_resume,
+    losses,
+    prepare,
+    train_one_node,
+    train_two_nodes,
+    weight_difference,
+)
+from nslm.atomic import write_json_atomic  # noqa: E402
+
+LOCK = ROOT / "requirements.lock"
+STEPS = 60
+
+
+def locked() -> dict:
+    pins = [line for line in LOCK.read_text().splitlines() if line[:1].isalnum()]
+    return {"file": LOCK.name, "packages": len(pins)}
+
+
+def _setup(clone: Path, venv: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(["make", "-C", str(clone), "setup", f"VENV={venv}"], env=env, check=True,
+                   capture_output=True, timeout=1800)  # fmt: skip
+    return round(time.perf_counter() - start, 1)
+
+
+def _freeze(venv: Path) -> list[str]:
+    out = subprocess.run([str(venv / "bin" / "pip"), "freeze", "--all"], check=True,
+                         capture_output=True, text=True).stdout  # fmt: skip
+    return out.splitlines()
+
+
+def setups(work: Path) -> dict:
+    """Two ``make setup`` runs of a clean clone of HEAD: cold (no pip cache), then cached."""
+    clone = work / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    head = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"],
+                          check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+    cold = _setup(clone, clone / ".venv", {**os.environ, "PIP_NO_CACHE_DIR": "1"})
+    cached = _setup(clone, work / "venv2", dict(os.environ))
+    a, b = _freeze(clone / ".venv"), _freeze(work / "venv2")
+    return {
+        "fresh_setup_seconds": cold,
+        "fresh_setup_seconds_cached": cached,
+        "fresh_setup_commit": head,
+        "freeze_identical": a == b,
+        "freeze_lines": len(a),
+        "freeze_differences": sorted(set(a) ^ set(b)),
+    }
+
+
+def wheel() -> dict:
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_wheel.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    return {"wheel_ok": done.returncode == 0, "wheel_test": summary,
+            "wheel_test_seconds": round(time.perf_counter() - start, 1)}  # fmt: skip
+
+
+def multinode(work: Path) -> dict:
+    prepare(STEPS)
+    one, two, killed = work / "one-node", work / "two-nodes", work / "killed"
+    train_one_node(one, STEPS)
+    train_two_nodes(two, STEPS)
+    resume = kill_one_node_and_resume(killed, STEPS, kill_after=20)
+    loss_two, loss_one = losses(two)[-1][1], losses(one)[-1][1]
+    resumed_difference = weight_difference(killed, one)
+    return {
+        "multinode": {
+            "steps": STEPS,
+            "loss_two_nodes": loss_two,
+            "loss_single_node": loss_one,
+            "difference": abs(loss_two - loss_one),
+            "weights_max_abs_difference": weight_difference(two, one),
+            "resume_ok": resume["steps"] == STEPS
+            and not resume["processes_left_after_kill"]
+            and resumed_difference == 0.0,
+            "resume": {**resume, "weights_max_abs_difference": resumed_difference},
+        }
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/house.json")
+    parser.add_argument(
+        "--skip-setup", action="store_true", help="leave out the two fresh setups (minutes)"
+    )
+    args = parser.parse_args()
+    result: dict = {"command": "python " + shlex.join(sys.argv), "date": today(),
+                    "machine": machine_info(), "locked": locked()}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="nslm-house-") as tmp:
+        work = Path(tmp)
+        result.update(multinode(work))
+        result.update(wheel())
+        if not args.skip_setup:
+            result.update(setups(work))
+    write_json_atomic(args.out, result)
+    print(args.out)
+
+
+if __name__ == "__main__":
+    main()
