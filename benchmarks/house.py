@@ -7,9 +7,10 @@ Writes benchmarks/results/house.json:
 
 - ``locked``: the lock file and how many packages it pins.
 - ``fresh_setup_seconds``: ``make setup`` on a clean clone of the committed tree, into a
-  new virtualenv, with pip's cache turned off (every package fetched as a new user would;
-  torch from the machine's wheel folder); ``fresh_setup_seconds_cached``: a second setup
-  of the same clone with pip's cache.
+  new virtualenv, with pip's cache turned off (every package fetched as a new user would);
+  ``fresh_setup_seconds_cached``: a second setup of the same clone with pip's cache. On the
+  project's machines pip takes most wheels from a local index mirror and torch from the
+  wheel folder, so the two come out alike; unpacking and compiling bytecode is the time.
 - ``freeze_identical``: the two setups' ``pip freeze --all`` are the same, line for line.
 - ``wheel_ok``: tests/test_wheel.py passes (build, install into a fresh virtualenv,
   ``--help``, ``predict``, ``serve``).
