@@ -253,9 +253,13 @@ def main() -> None:
 
     torch.set_num_threads(1)  # one core: the tokenizer's figure and the scoring's alike
     test = wikitext_lines("test")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from machine import machine_info
+
     result: dict = {
         "command": "python " + " ".join(sys.argv),
         "date": dt.date.today().isoformat(),
+        "machine": machine_info(),
     }
     print("round trip on WikiText-2 test …", file=sys.stderr)
     result.update(roundtrip(test))
@@ -267,7 +271,6 @@ def main() -> None:
         print("UD English EWT test as plain text …", file=sys.stderr)
         result["ewt_plain"] = ewt_plain(args.run, Path(work))
     if not args.skip_bad_input:
-        sys.path.insert(0, str(Path(__file__).parent))
         from text_bad_input import run as bad_input
 
         result["bad_input"] = bad_input(args.run)

@@ -140,5 +140,5 @@ def test_tokens_are_a_fixed_point_of_the_round_trip(text: str) -> None:
 def test_a_line_of_thousands_of_protected_spans_keeps_them_all() -> None:
     """sacremoses numbers its placeholders with three digits: past 1,000 spans a line is cut."""
     line = " ".join(["<unk> 1,500"] * 1500)
-    assert to_tokens(line) == "<unk> 1 @,@ 500".split() * 1500
+    assert to_tokens(line) == ["<unk>", "1", "@,@", "500"] * 1500
     assert to_tokens("<unk>" * 2000) == ["<unk>"] * 2000
