@@ -88,14 +88,7 @@ PATH_EXPECT: dict[str, dict[str, str]] = {
 # Cases that fail for a bug in a part of the package another change owns (nslm.data.text),
 # reported rather than fixed here: the tests mark them xfail (strict), the benchmark counts
 # them apart. Empty once the bug is fixed.
-_SPANS = ("nslm.data.text._PROTECTED_SPAN counts tags case-sensitively, sacremoses matches "
-          "the same patterns ignoring case: a line of 1,000+ <B> is one piece, and sacremoses' "
-          "ValueError escapes")  # fmt: skip
-TEXT_KNOWN_BUGS: dict[tuple[str, str], str] = {
-    ("predict", "many_tags"): _SPANS,
-    ("generate", "many_tags"): _SPANS,
-    ("eval --text", "many_tags"): _SPANS,
-}
+TEXT_KNOWN_BUGS: dict[tuple[str, str], str] = {}
 ARGV_UNSAFE = {"nul"}  # a command line cannot hold a NUL byte
 
 

@@ -38,7 +38,7 @@ _NUMBER_SEPARATOR = re.compile(r"(?<=\d|>)([,.])(?=(?:\d+|<unk>)(?!\w))")
 _JOINED = re.compile(r" @([-,.])@ ")  # "well @-@ known", "8 @,@ 600" → joined again
 # Kept whole through Moses: WikiText's placeholders and the separators added above.
 _PROTECTED = (r"</?[a-z]+>", r"@[-,.]@")
-_PROTECTED_SPAN = re.compile("|".join(_PROTECTED))
+_PROTECTED_SPAN = re.compile("|".join(_PROTECTED), re.IGNORECASE)  # as sacremoses matches them
 # sacremoses numbers its placeholders with three digits: a line with more protected spans is
 # tokenized in pieces cut at spaces (Moses reads words one at a time, so the cut changes none).
 _MAX_PROTECTED = 900
