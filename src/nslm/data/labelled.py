@@ -63,7 +63,7 @@ def _text_lines(path: Path) -> list[str]:
     at ``\n``, ``\r\n`` or ``\r``, as a file opened in text mode reads them."""
     if not path.is_file():
         raise NslmError(f"missing file: {path}")
-    text = read_text(path).replace("\r\n", "\n").replace("\r", "\n")
+    text = read_text(path)
     return text.removesuffix("\n").split("\n")
 
 

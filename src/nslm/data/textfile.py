@@ -29,7 +29,9 @@ def read_text(path: Path) -> str:
         raise NslmError(f"{path}: not UTF-8 text (invalid byte at offset {offset})") from None
     if not text.strip():
         raise NslmError(f"{path}: file is empty")
-    return text
+    # Line ends as Python's text mode reads them (universal newlines): a file saved with
+    # Windows' CRLF is the same text, and scores the same bytes, as one saved with LF.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def read_bytes(path: Path) -> bytes:
