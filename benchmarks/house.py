@@ -15,16 +15,25 @@ Writes benchmarks/results/house.json:
 - ``wheel_ok``: tests/test_wheel.py passes (build, install into a fresh virtualenv,
   ``--help``, ``predict``, ``serve``).
 - ``multinode``: the final logged NNLM training loss of 2 torchrun nodes × 1 process and of
-  1 node × 2 processes (tiny config, 60 steps), their difference, the largest weight
+  1 node × 2 processes (tiny config, 60 steps), their difference (``diff``), the largest weight
   difference, and whether a run with one node SIGKILLed after a checkpoint resumes and ends
   with the same weights (tests/nodes.py does the launching, as tests/test_multinode.py).
+- ``modules_over_300_lines``: modules of ``src/nslm`` longer than 300 lines (the limit
+  tests/test_layout.py holds); ``duplicate_pairs_src``: the pairs of places in ``src/`` that
+  share six or more lines, the same or of the same shape, as the ``duplicates`` tool of the
+  project's tool library counts them (``duplicate_pairs_rows`` lists them).
+
+``--code-only`` measures the last two alone and merges them into an existing house.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,7 +119,7 @@ def multinode(work: Path) -> dict:
             "steps": STEPS,
             "loss_two_nodes": loss_two,
             "loss_single_node": loss_one,
-            "difference": abs(loss_two - loss_one),
+            "diff": abs(loss_two - loss_one),
             "weights_max_abs_difference": weight_difference(two, one),
             "resume_ok": resume["steps"] == STEPS
             and not resume["processes_left_after_kill"]
@@ -120,13 +129,40 @@ def multinode(work: Path) -> dict:
     }
 
 
+def code() -> dict:
+    """The module lengths and the duplicated places of the package's source."""
+    package = ROOT / "src/nslm"
+    long = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                  if len(p.read_text(encoding="utf-8").splitlines()) > 300)  # fmt: skip
+    result: dict = {"modules_over_300_lines": len(long), "modules_over_300": long}
+    tool = shutil.which("duplicates")
+    if tool is None:  # the tool library is the project's, not a package: say it was not run
+        return result | {"duplicate_pairs_src": None}
+    report = subprocess.run([tool, "--repo", str(ROOT / "src"), "--most", "50"], check=True,
+                            capture_output=True, text=True, timeout=600).stdout  # fmt: skip
+    first = report.strip().splitlines()[0] if report.strip() else ""
+    found = re.match(r"(\d+) pairs? of places", first)
+    pairs = int(found.group(1)) if found else 0  # "no pairs" and the like: none found
+    rows = [line for line in report.splitlines() if re.match(r"D\d+ ", line)]
+    return result | {"duplicate_pairs_src": pairs, "duplicate_pairs_rows": rows}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/house.json")
     parser.add_argument(
         "--skip-setup", action="store_true", help="leave out the two fresh setups (minutes)"
     )
+    parser.add_argument(
+        "--code-only", action="store_true", help="measure src/ alone, merged into --out"
+    )
     args = parser.parse_args()
+    if args.code_only:
+        result = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
+        result.update(code(), code_command="python " + shlex.join(sys.argv), code_date=today())
+        write_json_atomic(args.out, result)
+        print(args.out)
+        return
     result: dict = {"command": "python " + shlex.join(sys.argv), "date": today(),
                     "machine": machine_info(), "locked": locked()}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="nslm-house-") as tmp:
@@ -135,6 +171,7 @@ def main() -> None:
         result.update(wheel())
         if not args.skip_setup:
             result.update(setups(work))
+    result.update(code())
     write_json_atomic(args.out, result)
     print(args.out)
 

@@ -18,6 +18,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from nodes import ranks_of
 from nslm.cli import main
 from nslm.config import load_config
 from nslm.runs.load import load_run
@@ -160,18 +161,6 @@ def assert_same_training(ddp_dir: Path, one_dir: Path, steps: int) -> None:
     assert json.loads((ddp_dir / pointer["checkpoint"] / "state.json").read_text())["world"] == 2
 
 
-def rank_pids(run_dir: Path) -> list[int]:
-    """Processes whose command line names ``run_dir`` (the torchrun ranks of that run)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and str(run_dir).encode() in (proc / "cmdline").read_bytes():
-                found.append(int(proc.name))
-        except OSError:
-            continue
-    return found
-
-
 DDP_SETS = ["log_every=5", "dropout=0.0", "eval_tokens=500", "batch_size=8"]
 
 
@@ -229,14 +218,14 @@ def test_processes_key_launches_ddp_that_dies_with_it_and_resumes(tmp_path: Path
     killed = tmp_path / "ddp"
     victim = run_cli("train", str(TINY), *flags, "--set", "processes=2", "--run-dir", str(killed))
     wait_for_checkpoint(killed, 20, victim)
-    ranks = [pid for pid in rank_pids(killed) if pid != victim.pid]
+    ranks = [pid for pid in ranks_of(killed) if pid != victim.pid]
     assert len(ranks) == 2, ranks
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     deadline = time.monotonic() + 30
     while any(Path(f"/proc/{pid}").exists() for pid in ranks) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not rank_pids(killed), "ranks outlived the killed launcher"
+    assert not ranks_of(killed), "ranks outlived the killed launcher"
     assert not (killed / "results.json").exists()
     resumed = run_cli("train", "--resume", str(killed))
     out, err = resumed.communicate(timeout=300)
