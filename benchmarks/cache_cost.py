@@ -18,13 +18,12 @@ Writes benchmarks/results/cache_cost.json with ``cache_cost_ratio`` (target ≤ 
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 import time
 from pathlib import Path
 
-from machine import machine_info, today
+from machine import machine_info, timing_arguments, today
 from nslm.atomic import write_json_atomic
 from nslm.evaluation.cache_column import SUFFIX, CacheSource
 from nslm.evaluation.report import evaluate_run, render
@@ -57,12 +56,7 @@ def time_test_eval(loaded, micro, lambdas: dict[str, float], choices=None) -> fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, default=Path("runs/wt2-cpu"))
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
+    args = timing_arguments(__doc__, RESULTS)
     wall = time.perf_counter()
     opened = open_run(args.run, micro="plain", threads=args.threads)
     loaded, micro = opened.loaded, opened.micro

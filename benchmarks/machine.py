@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 from datetime import UTC, datetime
+from pathlib import Path
 
 
 def machine_info() -> dict:
@@ -25,3 +27,14 @@ def machine_info() -> dict:
 
 def today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def timing_arguments(doc: str, results: Path) -> argparse.Namespace:
+    """The options of a benchmark that times a run's evaluation: --run, --repeats (best of),
+    --threads, --out."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--run", type=Path, default=Path("runs/wt2-cpu"))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=results)
+    return parser.parse_args()

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from nslm.cli.eval_extras import PaperExtras, paper_options
+from nslm.cli.eval_text import outside_splits
 from nslm.cli.options import (
     input_format_option,
-    is_byte_run,
     list_option,
     model_option,
     out_option,
@@ -25,6 +25,7 @@ from nslm.errors import NslmError
 if TYPE_CHECKING:
     from nslm.data.corpus import Split
     from nslm.data.fixed_vocab import TextSplit
+    from nslm.evaluation.cache_column import CacheGrid
     from nslm.evaluation.columns import ColumnSource
     from nslm.runs.load import LoadedRun
     from nslm.scores.passes import Scorer
@@ -41,6 +42,7 @@ def eval_tables(
     extra: Sequence[Factory] = (),
     *,
     keep_features: bool = False,
+    best: CacheGrid | None = None,
     texts: dict[str, Split] | None = None,
     lambdas: dict[str, float] | None = None,
     out: Path | None = None,
@@ -51,7 +53,8 @@ def eval_tables(
     ``extra``: factories that build a column source (a 5-gram, a cache, …) for the loaded run
     and its scorer, whose one backbone pass per split they all share. ``texts`` replaces
     splits by name (``--text``, ``--corpus``), ``plain`` the prepared texts behind them;
-    ``lambdas`` are a previous evaluation's λ.
+    ``lambdas`` are a previous evaluation's λ. ``best`` (its cache grid) adds the NSLM-best
+    column (:mod:`nslm.evaluation.best_column`), which mixes every model column before it.
     """
     from nslm.atomic import write_json_atomic
     from nslm.evaluation.report import evaluate_run, render
@@ -63,11 +66,19 @@ def eval_tables(
     context = has_context_models(run) and lambdas is None  # its λ is tuned on valid
     scorer = loaded.scorer(keep_features=keep_features)
     sources = [make(loaded, scorer) for make in extra]
+    context_source = None
     if context:  # RUN/micro_context.json: the NSLM-context column, first of the extras
         from nslm.evaluation.context_column import ContextSource
 
         click.echo("eval: with the context-aware micro-models (NSLM-context)", err=True)
-        sources.insert(0, ContextSource(scorer, load_run_context(loaded, micro)))
+        context_source = ContextSource(scorer, load_run_context(loaded, micro))
+        sources.insert(0, context_source)
+    if best is not None:  # after every model it mixes, before the rarity recorder that reads it
+        from nslm.evaluation.best_column import BestSource
+        from nslm.evaluation.rarity import RarityRecorder
+
+        last = len(sources) - bool(sources and isinstance(sources[-1], RarityRecorder))
+        sources.insert(last, BestSource(scorer, context_source, best))
     results = {}
     for split in splits:
         click.echo(f"eval: scoring {split} …", err=True)
@@ -144,23 +155,27 @@ def eval_command(
         raise NslmError("--text and --corpus are two ways to say what to score: give one")
     extras = PaperExtras(**paper)  # --cache, --crnn, --by-rarity (checked before any work)
     outside = text_file is not None or corpus_dir is not None
-    if extras.wanted and (model_kind == "neural" or outside or ngram_order):
-        what = "--model neural" if model_kind == "neural" else "--text/--corpus/--ngram"
-        raise NslmError(f"--cache, --crnn and --by-rarity need the run's NSLM tables, not {what}")
+    if extras.wanted and (model_kind == "neural" or outside):
+        what = "--model neural" if model_kind == "neural" else "--text/--corpus"
+        raise NslmError(f"--cache, --crnn, --best and --by-rarity need the run's NSLM tables, "
+                        f"not {what}")  # fmt: skip
     if (ngram_order or extras.wanted) and outside:
         raise NslmError("--ngram and the paper's extras score the run's own corpus only")
     if extras.wanted and not (run / "micro.json").is_file():
         raise NslmError(
-            f"--cache, --crnn and --by-rarity need RUN/micro.json: run 'nslm micro fit {run}' first"
+            f"--cache, --crnn, --best and --by-rarity need RUN/micro.json: run "
+            f"'nslm micro fit {run}' first"
         )
-    texts, plain, splits, lambdas = _outside_splits(
-        run, text_file, corpus_dir, splits, input_format
-    )
+    texts, plain, splits, lambdas = outside_splits(run, text_file, corpus_dir, splits, input_format)
+    if extras.best and ngram_order is None:
+        ngram_order = 5  # the n-gram and n-gram NSLM columns NSLM-best mixes in
     if extras.wanted or use_nslm(run, model_kind, "eval"):
         factories = extras.factories(_ngram_factories(ngram_order))
         eval_tables(
-            run, splits, lambda_objective, max_tokens, factories, keep_features=extras.cache,
-            texts=texts, lambdas=lambdas, out=out, plain=plain,
+            run, splits, lambda_objective, max_tokens, factories,
+            keep_features=extras.keep_features, texts=texts,
+            best=extras.best_grid if extras.best else None,
+            lambdas=lambdas, out=out, plain=plain,
         )  # fmt: skip
         extras.finish(run)
         return
@@ -174,66 +189,6 @@ def _ngram_factories(order: int | None) -> list[Factory]:
 
     make = ngram_source(order)
     return [lambda loaded, _scorer: make(loaded)]
-
-
-def _outside_splits(
-    run: Path,
-    text_file: Path | None,
-    corpus_dir: str | None,
-    splits: Sequence[str],
-    input_format: str = "plain",
-) -> tuple[
-    dict[str, Split] | None, dict[str, TextSplit] | None, tuple[str, ...], dict[str, float] | None
-]:
-    """For --text / --corpus: the splits to score by name, the prepared texts behind them
-    (none for a byte LM, which reads bytes), their names, and the saved λ."""
-    if text_file is None and corpus_dir is None:
-        return None, None, tuple(splits), None
-    if is_byte_run(run):
-        texts, names, _ = _outside_byte_splits(text_file, corpus_dir, splits)
-        return texts, None, names, None
-    from nslm.data.fixed_vocab import prepare_corpus_dir, prepare_text_file
-    from nslm.runs.assets import read_run_assets
-    from nslm.runs.lambdas import saved_lambdas
-
-    corpus = read_run_assets(run) if (run / "assets.json").is_file() else None
-    if corpus is None:
-        from nslm.runs.load import load_run
-
-        corpus = load_run(run).corpus
-    if corpus_dir is not None:
-        prepared = prepare_corpus_dir(corpus, corpus_dir, input_format)
-        for part in prepared.values():
-            click.echo(f"eval: {part.describe()}", err=True)
-        texts = {name: part.split for name, part in prepared.items()}
-        return texts, dict(prepared), tuple(splits), None
-    text = prepare_text_file(corpus, text_file, "text", input_format)
-    click.echo(f"eval: {text.describe()}", err=True)
-    saved = saved_lambdas(run)
-    lambdas = None
-    if saved is not None:
-        lambdas = {"global": saved.lambda_global, **saved.tables}
-        click.echo(f"eval: λ of the ensemble from {saved.path}", err=True)
-    elif (run / "micro.json").is_file():
-        click.echo("eval: no saved λ (run 'nslm eval RUN' once): tuning on the run's valid",
-                   err=True)  # fmt: skip
-    return {"text": text.split}, {"text": text}, ("text",), lambdas
-
-
-def _outside_byte_splits(
-    text_file: Path | None, corpus_dir: str | None, splits: Sequence[str]
-) -> tuple[dict[str, Split], tuple[str, ...], None]:
-    """A byte LM reads any file as its bytes (UTF-8 or not), one article per line."""
-    from nslm.data.bytes import DIR_PREFIX, byte_split, prepare_byte_corpus
-    from nslm.data.textfile import read_bytes
-
-    if corpus_dir is not None:
-        prepared = prepare_byte_corpus(f"{DIR_PREFIX}{corpus_dir}")
-        return {name: prepared.splits[name] for name in splits}, tuple(splits), None
-    lines = read_bytes(text_file).split(b"\n")  # type: ignore[arg-type]
-    if lines[-1] == b"":
-        lines.pop()
-    return {"text": byte_split("text", lines)}, ("text",), None
 
 
 def _eval_heads(

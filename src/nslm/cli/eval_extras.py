@@ -1,4 +1,5 @@
-"""``nslm eval RUN --cache --crnn --by-rarity``: the paper's remaining columns and Figure 3.
+"""``nslm eval RUN --cache --crnn --best --by-rarity``: the paper's remaining columns, the
+strongest proper model of the run, and Figure 3.
 
 The options are declared here and handed to ``eval_command`` (cli/eval.py) as one bundle,
 so the command itself only wires the column sources into ``eval_tables`` (order matters: the
@@ -38,9 +39,10 @@ def paper_options(command: Callable) -> Callable:
                      help="Add a neural-cache column for every model (the paper's Num/Geo "
                      "Cache rows; window, θ, λ tuned on valid)."),
         list_option("--cache-window", metavar="W1,W2,…",
-                    help="Cache windows to try [100,250,500,1000]."),
+                    help="Cache windows to try [100,250,500,1000; --best: 500,1000,2000,"
+                    "3000,5000]."),
         list_option("--cache-theta", metavar="T1,T2,…",
-                    help="Cache θ values to try [0.1,0.25,0.5,0.75,1]."),
+                    help="Cache θ values to try [0.1,0.25,0.5,0.75,1; --best: 0.25,0.5,0.75,1]."),
         list_option("--cache-lambda", metavar="L1,L2,…",
                     help="Cache λ values to try, in (0, 1] [0.05,0.1,…,0.7]."),
         click.option("--crnn", is_flag=True,
@@ -53,6 +55,11 @@ def paper_options(command: Callable) -> Callable:
         click.option("--crnn-max-seconds", type=click.FloatRange(min=0, min_open=True),
                      default=300.0, show_default=True,
                      help="Cap on each class's CRNN training time."),
+        click.option("--best", is_flag=True,
+                     help="Add NSLM-best, the strongest proper model: NNLM, NSLM (with "
+                     "context micro-models if fitted), 5-gram, 5-gram NSLM and the neural, "
+                     "class and unigram caches interpolated, every weight and window tuned "
+                     "on valid (implies --ngram 5)."),
         click.option("--by-rarity", is_flag=True,
                      help="Perplexity per training-count bucket for every column (Figure 3): "
                      "RUN/rarity_<split>.json and .png."),
@@ -76,23 +83,31 @@ class PaperExtras:
         crnn_dir: Path | None = None,
         crnn_steps: int = 1500,
         crnn_max_seconds: float = 300.0,
+        best: bool = False,
         by_rarity: bool = False,
     ) -> None:
+        from nslm.evaluation.best_column import BEST_GRID
         from nslm.evaluation.cache_column import CacheGrid
         from nslm.models.char_rnn import CharRNNConfig
 
         given = {"--cache-window": cache_window, "--cache-theta": cache_theta,
                  "--cache-lambda": cache_lambda}  # fmt: skip
         stray = [name for name, value in given.items() if value]
-        if stray and not cache:
-            raise NslmError(f"{stray[0]} needs --cache")
+        if stray and not (cache or best):
+            raise NslmError(f"{stray[0]} needs --cache or --best")
+        windows = _numbers(cache_window, int, "--cache-window")
+        thetas = _numbers(cache_theta, float, "--cache-theta")
         grid = CacheGrid()
         self.grid = CacheGrid(
-            windows=_numbers(cache_window, int, "--cache-window") or grid.windows,
-            thetas=_numbers(cache_theta, float, "--cache-theta") or grid.thetas,
+            windows=windows or grid.windows,
+            thetas=thetas or grid.thetas,
             lambdas=_numbers(cache_lambda, float, "--cache-lambda") or grid.lambdas,
         )
-        self.cache, self.crnn, self.by_rarity = cache, crnn, by_rarity
+        # NSLM-best's cache: the same windows and θ when given, else a wider grid (its
+        # weights replace the λ grid: EM finds them)
+        self.best_grid = CacheGrid(windows=windows or BEST_GRID.windows,
+                                   thetas=thetas or BEST_GRID.thetas)  # fmt: skip
+        self.cache, self.crnn, self.best, self.by_rarity = cache, crnn, best, by_rarity
         self.crnn_dir = crnn_dir
         # ~1,500 steps of 64 tokens bring every WikiText-2 class's CRNN to about its class
         # unigram on valid; the default 3 epochs of 256 left <city> at 10⁶ (measured).
@@ -104,7 +119,12 @@ class PaperExtras:
 
     @property
     def wanted(self) -> bool:
-        return self.cache or self.crnn or self.by_rarity
+        return self.cache or self.crnn or self.best or self.by_rarity
+
+    @property
+    def keep_features(self) -> bool:
+        """Whether the scorer keeps the backbone's states (the cache reads them)."""
+        return self.cache or self.best
 
     def _crnn(self, loaded, scorer):
         from nslm.evaluation.crnn_column import CRNNSource

@@ -1,6 +1,6 @@
 """``nslm eval RUN --cache``: a neural-cache column for every model column of the tables.
 
-For each model X of NNLM, HNLM, CRNN and NSLM the column "X+cache" scores
+For each model X of NNLM, HNLM, CRNN, NSLM and NSLM-context the column "X+cache" scores
 
     log((1 − λ) · P_X(w_t | h) + λ · p_cache(w_t | h_t))                    (Grave Eq. 3)
 
@@ -15,7 +15,7 @@ or Global with ``--lambda-objective global``). The aggregate row of "X+cache" is
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from nslm.evaluation.tables import fmt_change, fmt_ppl, pct_change
 from nslm.perplexity import perplexity
 from nslm.scores.passes import Scorer
 
-BASES = ("NNLM", "HNLM", "CRNN", "NSLM")  # the paper's cache rows: every model but NSLM-pure
+BASES = ("NNLM", "HNLM", "CRNN", "NSLM", "NSLM-context")  # every model but the pure ones
 SUFFIX = "+cache"
 ROW_NAMES = {"Numbers": "Num Cache", "Locations": "Geo Cache"}
 
@@ -64,6 +64,7 @@ class CacheChoice:
     lam: float
     valid_ppl: float  # with the cache, on the tuning positions
     valid_ppl_model: float  # the model alone, same positions
+    valid_ppl_by_window: dict[int, float] = field(default_factory=dict)  # best θ, λ per window
 
 
 def tune(
@@ -75,13 +76,15 @@ def tune(
     """
     model = torch.from_numpy(np.asarray(model_log_probs, dtype=np.float64))
     best: CacheChoice | None = None
+    by_window: dict[int, float] = {}
     for (window, theta), probs in cache_probs.items():
         for lam in grid.lambdas:
             ppl = perplexity(mix_target_log_probs(model, probs, lam).numpy())
+            by_window[window] = min(ppl, by_window.get(window, math.inf))
             if best is None or ppl < best.valid_ppl:
                 best = CacheChoice(window, theta, lam, ppl, perplexity(model.numpy()))
     assert best is not None
-    return best
+    return replace(best, valid_ppl_by_window=by_window)
 
 
 class CacheSource(ColumnSource):
@@ -119,12 +122,22 @@ class CacheSource(ColumnSource):
             return {}  # validation columns with the cache are not needed by anything
         return self.apply(self._table, name, split, columns)
 
-    def _hidden(self, name: str, split: Split) -> tuple[torch.Tensor, torch.Tensor]:
+    def states(self, split: Split) -> tuple[torch.Tensor, torch.Tensor]:
         """(hidden, tokens) in :func:`cache_probs_grid`'s layout: hidden[i] predicted w_{i+1}
         (a view of the scoring pass's states, whose row t predicted w_t: no copy)."""
         feats = self.scorer.score(split).features
         assert feats is not None
         return feats[1:], torch.from_numpy(split.token_ids.astype(np.int64))
+
+    def probs_at(
+        self, split: Split, positions: np.ndarray
+    ) -> dict[tuple[int, float], torch.Tensor]:
+        """p_cache at ``positions`` (sorted, ≥ 1) for every (window, θ) of the grid."""
+        hidden, tokens = self.states(split)
+        return cache_probs_grid(
+            hidden, tokens, self.grid.windows, self.grid.thetas,
+            positions=positions, dtype=torch.float32,
+        )  # fmt: skip
 
     def _tune(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> None:
         bases = [b for b in BASES if b in columns]
@@ -135,11 +148,7 @@ class CacheSource(ColumnSource):
         if positions.size == 0:  # e.g. a --max-tokens prefix without the table's classes
             self.choices[self._table] = {}
             return
-        hidden, tokens = self._hidden(name, split)
-        probs = cache_probs_grid(
-            hidden, tokens, self.grid.windows, self.grid.thetas,
-            positions=positions, dtype=torch.float32,
-        )  # fmt: skip
+        probs = self.probs_at(split, positions)
         picked = {b: tune(columns[b][positions], probs, self.grid) for b in bases}
         self.choices[self._table] = picked
 
@@ -149,15 +158,16 @@ class CacheSource(ColumnSource):
         for base, choice in self.choices.get(table, {}).items():
             if base not in columns:
                 continue
-            probs = self._full_probs(name, split, choice.window, choice.theta)
+            probs = self.probs(name, split, choice.window, choice.theta)
             lp = torch.from_numpy(np.asarray(columns[base], dtype=np.float64))
             out[base + SUFFIX] = mix_target_log_probs(lp, probs, choice.lam).numpy()
         return out
 
-    def _full_probs(self, name: str, split: Split, window: int, theta: float) -> torch.Tensor:
+    def probs(self, name: str, split: Split, window: int, theta: float) -> torch.Tensor:
+        """p_cache(w_t) at every position of ``split`` (NaN where the memory is empty)."""
         key = (name, len(split), window, theta)
         if key not in self._probs:
-            hidden, tokens = self._hidden(name, split)
+            hidden, tokens = self.states(split)
             probs = torch.full((len(split),), math.nan, dtype=torch.float64)
             if len(split) > 1:
                 got = cache_probs_grid(hidden, tokens, [window], [theta], dtype=torch.float32)

@@ -1,0 +1,240 @@
+"""``nslm eval RUN --best``: the strongest proper model of a run, "NSLM-best".
+
+A linear interpolation of every model the evaluation has at hand and of the neural cache,
+
+    P_best(w_t | h) = Σ_k π_k · P_k(w_t | h),   Σ_k π_k = 1, π_k ≥ 0
+
+with P_k among the NNLM (paper Eq. 2), the NSLM of Eq. 4 with the plain micro-models
+(NSLM-pure) and with the context-aware ones (NSLM-context's Eq. 4), the 5-gram and the
+5-gram NSLM (:mod:`nslm.evaluation.ngram_columns`), and three caches: the neural cache
+(Grave et al. 2017, Eq. 2), the class cache and the unigram cache
+(:mod:`nslm.evaluation.long_caches`), which reach further back at a fraction of its cost.
+Each component is a distribution over the same outcomes at every position, and the weights
+do not depend on the word, so the mixture is one too. Where a cache's window is still empty
+(a split's first positions), its weight is spread over the others in proportion.
+
+The weights are the maximum-likelihood mixture on validation, found by EM (Dempster, Laird
+& Rubin 1977; the way SRILM's ``compute-best-mix`` tunes interpolated LMs): a concave
+problem, so EM climbs to its optimum from the uniform start. Each cache's window (and θ) is
+chosen on the same positions by grid, one EM per grid point, one cache after the other
+(neural, class, unigram), each with the ones before it fixed. As for every λ of the tables,
+the tuning positions are the table's aggregate (or Global with ``--lambda-objective global``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from nslm.data.corpus import Split
+from nslm.evaluation.cache_column import CacheGrid, CacheSource
+from nslm.evaluation.columns import ColumnSource
+from nslm.evaluation.context_column import ContextSource
+from nslm.evaluation.long_caches import class_cache_probs, unigram_cache_probs
+from nslm.micro.logspace import logsumexp
+from nslm.perplexity import perplexity
+from nslm.scores.passes import Scorer
+
+COLUMN = "NSLM-best"
+CACHE, CLASS_CACHE, UNIGRAM_CACHE = "cache", "class cache", "unigram cache"
+# The columns that are models of their own (ensembles and "+cache" columns are mixtures of
+# these, so the EM would only find them again); NSLM-context's Eq. 4 comes from its source.
+MODELS = ("NNLM", "NSLM-pure", "5-gram", "5-gram NSLM", "CRNN")
+CONTEXT = "NSLM-context-pure"
+# The neural cache's windows stop at 1,000: each 1,000 costs about a third of an NNLM pass
+# over the split, and NSLM-best is held to 1.6 NNLM passes; the class and unigram caches
+# reach further (BENCHMARKS.md, "The best NSLM").
+BEST_GRID = CacheGrid(windows=(250, 500, 1000), thetas=(0.25, 0.5, 0.75, 1.0))
+CLASS_GRID = CacheGrid(windows=(2000, 5000, 10000, 20000), thetas=(0.25, 0.5, 0.75, 1.0))
+UNIGRAM_WINDOWS = (1000, 3000, 10000)
+
+
+def fit_weights(log_probs: np.ndarray, iters: int = 200, tol: float = 1e-7) -> np.ndarray:
+    """Mixture weights maximising Σ_t log Σ_k π_k P_k(w_t) (EM; ``log_probs``: (K, T)),
+    until the mean log-likelihood gains less than ``tol`` nats (perplexity to ~1e-7).
+
+    A missing entry (NaN: a cache with an empty window) stands for the mixture of the others
+    at that position, as :func:`blend_log_probs` scores it, refreshed at every step.
+    """
+    k = log_probs.shape[0]
+    missing = np.isnan(log_probs)
+    weights = np.full(k, 1.0 / k)
+    previous = -math.inf
+    for _ in range(iters):
+        filled = log_probs
+        if missing.any():
+            filled = np.where(missing, blend_log_probs(log_probs, weights)[None, :], log_probs)
+        with np.errstate(divide="ignore"):  # a weight that reached 0 stays 0
+            joint = filled + np.log(weights)[:, None]
+        total = logsumexp(joint, axis=0)
+        weights = np.exp(joint - total).mean(axis=1)  # E step and M step in one line
+        mean = float(total.mean())
+        if mean - previous < tol:
+            break
+        previous = mean
+    return weights / weights.sum()
+
+
+def blend_log_probs(log_probs: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """log Σ_k π_k P_k(w_t) per position (``log_probs``: (K, T), NaN = component missing).
+
+    A missing component's weight goes to the others in proportion; a position the first
+    component (the NNLM) does not score stays unscored (NaN), as in every other column.
+    """
+    present = ~np.isnan(log_probs)
+    # a weight EM drove to 0 is kept at 1e-300: where only such components are present
+    # (the cache alone missing, the rest at 0), they share the position, and it is scored
+    log_w = np.log(np.maximum(np.asarray(weights, dtype=np.float64), 1e-300))[:, None]
+    out = logsumexp(np.where(present, log_probs + log_w, -math.inf), axis=0)
+    with np.errstate(invalid="ignore"):  # −inf − (−inf) where nothing is present: NaN below
+        out -= logsumexp(np.where(present, log_w, -math.inf), axis=0)
+    out[~present[0]] = math.nan
+    return out
+
+
+@dataclass(frozen=True)
+class BestChoice:
+    components: tuple[str, ...]  # in the order of ``weights``; the caches last
+    weights: tuple[float, ...]
+    window: int  # the neural cache's
+    theta: float
+    class_window: int
+    class_theta: float
+    unigram_window: int
+    valid_ppl: float  # on the tuning positions
+    valid_ppl_components: dict[str, float]  # each model alone, same positions
+    valid_ppl_by_window: dict[int, float] = field(default_factory=dict)  # neural, best θ
+    valid_ppl_by_class_window: dict[int, float] = field(default_factory=dict)
+
+    def caches(self, split: Split, hidden: torch.Tensor, neural: np.ndarray) -> dict:
+        """The three caches' p(w_t) at every position of ``split``, given the neural one
+        and the backbone's states (``hidden[i]`` predicted w_{i+1})."""
+        tokens = torch.from_numpy(split.token_ids.astype(np.int64))
+        every = np.arange(1, len(split))
+        grid = class_cache_probs(hidden, tokens, split.class_ids > 0, [self.class_window],
+                                 [self.class_theta], every)  # fmt: skip
+        in_class = np.full(len(split), math.nan)
+        in_class[1:] = grid[(self.class_window, self.class_theta)]
+        unigram = np.full(len(split), math.nan)
+        unigram[1:] = unigram_cache_probs(split.token_ids, self.unigram_window, every)
+        return {CACHE: neural, CLASS_CACHE: in_class, UNIGRAM_CACHE: unigram}
+
+    def mix(self, models: dict[str, np.ndarray], caches: dict[str, np.ndarray]) -> np.ndarray:
+        """log P_best(w_t | h) per position, from the models' scores and the caches' p."""
+        with np.errstate(divide="ignore"):  # p = 0: a word the window has not seen
+            parts = {**models, **{n: np.log(p) for n, p in caches.items()}}
+        stacked = np.stack([parts[c] for c in self.components])
+        return blend_log_probs(stacked, np.array(self.weights))
+
+    def recipe(self) -> str:
+        parts = [f"{w:.3f}·{n}" for n, w in zip(self.components, self.weights, strict=True)]
+        return " + ".join(parts) + (
+            f" (cache window {self.window}, θ {self.theta:g}; class cache window "
+            f"{self.class_window}, θ {self.class_theta:g}; unigram cache window "
+            f"{self.unigram_window})"
+        )
+
+
+def _best_of(models_at: np.ndarray, options: dict) -> tuple[Any, np.ndarray, float, dict]:
+    """The option (a key of ``options``: log p of one more component at the tuning
+    positions) whose EM mixture with ``models_at`` is likeliest: (key, weights, ppl, the best
+    ppl per window)."""
+    best, by_window = None, {}
+    for key, log_p in options.items():
+        mixed = np.vstack([models_at, log_p[None, :]])
+        weights = fit_weights(mixed)
+        ppl = perplexity(blend_log_probs(mixed, weights))
+        window = key[0] if isinstance(key, tuple) else key
+        by_window[window] = min(ppl, by_window.get(window, math.inf))
+        if best is None or ppl < best[2]:
+            best = (key, weights, ppl)
+    assert best is not None
+    return (*best, by_window)
+
+
+def _log(p: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray(p, dtype=np.float64))
+
+
+class BestSource(ColumnSource):
+    """Adds the "NSLM-best" column; tuned on the first call of a table (valid), applied on
+    the second. ``context`` is the run's NSLM-context source, whose Eq. 4 it mixes in."""
+
+    def __init__(
+        self, scorer: Scorer, context: ContextSource | None = None, grid: CacheGrid = BEST_GRID
+    ) -> None:
+        self.cache = CacheSource(scorer, grid)
+        self.context = context
+        self.choices: dict[str, BestChoice] = {}
+        # per table, the tuning positions and NSLM-best's log-probabilities there
+        self.valid_scores: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._table, self._mask, self._calls = "", None, 0
+
+    def start_table(self, table: str, valid_mask: np.ndarray) -> None:
+        self._table, self._mask, self._calls = table, valid_mask, 0
+
+    def components(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> dict:
+        """The models to mix, by name: per-position log-probabilities on ``split``."""
+        found = {m: columns[m] for m in MODELS if m in columns}
+        if self.context is not None:
+            found[CONTEXT] = self.context.scores(name, split).pure
+        return found
+
+    def __call__(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> dict:
+        self._calls += 1
+        models = self.components(name, split, columns)
+        if self._calls == 1:
+            self._tune(split, models)
+            return {}
+        choice = self.choices.get(self._table)
+        if choice is None:  # no validation position of this table to tune on
+            return {}
+        neural = self.cache.probs(name, split, choice.window, choice.theta).numpy()
+        hidden, _ = self.cache.states(split)
+        return {COLUMN: choice.mix(models, choice.caches(split, hidden, neural))}
+
+    def _tune(self, split: Split, models: dict[str, np.ndarray]) -> None:
+        names = tuple(models)
+        stacked = np.stack([models[n] for n in names])
+        usable = np.all(np.isfinite(stacked), axis=0)
+        if self._mask is not None:
+            usable &= self._mask
+        positions = np.flatnonzero(usable)
+        positions = positions[positions >= 2]  # where the neural cache has a memory
+        if positions.size == 0:  # e.g. a --max-tokens prefix without the table's classes
+            return
+        at = stacked[:, positions]
+        alone = {n: perplexity(at[i]) for i, n in enumerate(names)}
+        neural = {k: _log(p.numpy()) for k, p in self.cache.probs_at(split, positions).items()}
+        (window, theta), _, _, by_window = _best_of(at, neural)
+        at = np.vstack([at, neural[(window, theta)][None, :]])
+        hidden, tokens = self.cache.states(split)
+        grid = class_cache_probs(hidden, tokens, split.class_ids > 0, CLASS_GRID.windows,
+                                 CLASS_GRID.thetas, positions)  # fmt: skip
+        (class_window, class_theta), _, _, by_class = _best_of(
+            at, {k: _log(p) for k, p in grid.items()}
+        )
+        at = np.vstack([at, _log(grid[(class_window, class_theta)])[None, :]])
+        unigram = {w: _log(unigram_cache_probs(split.token_ids, w, positions))
+                   for w in UNIGRAM_WINDOWS}  # fmt: skip
+        unigram_window, weights, ppl, _ = _best_of(at, unigram)
+        at = np.vstack([at, unigram[unigram_window][None, :]])
+        self.valid_scores[self._table] = (positions, blend_log_probs(at, weights))
+        self.choices[self._table] = BestChoice(
+            (*names, CACHE, CLASS_CACHE, UNIGRAM_CACHE), tuple(map(float, weights)),
+            window, theta, class_window, class_theta, unigram_window, ppl, alone,
+            by_window, by_class,
+        )  # fmt: skip
+
+    def describe(self, table: str, entry: dict[str, Any]) -> dict[str, Any]:
+        choice = self.choices.get(table)
+        if choice is None:
+            return {}
+        note = f"{COLUMN} = {choice.recipe()}, tuned on valid (EM)"
+        return {"best": asdict(choice) | {"recipe": choice.recipe()},
+                "notes": [*entry.get("notes", []), note]}  # fmt: skip
