@@ -1,6 +1,6 @@
 """``nslm eval RUN --best``: the strongest proper model of a run, "NSLM-best".
 
-A linear interpolation of every model the evaluation has at hand and of the neural cache,
+A linear interpolation of every model the evaluation has at hand and of three caches,
 
     P_best(w_t | h) = Σ_k π_k · P_k(w_t | h),   Σ_k π_k = 1, π_k ≥ 0
 
