@@ -73,20 +73,16 @@ def class_cache_probs(
 def unigram_cache_probs(tokens: np.ndarray, window: int, positions: np.ndarray) -> np.ndarray:
     """p_uni(tokens[t]): the share of the ``window`` tokens before t (t − window ≤ i < t,
     fewer at a split's start) that equal tokens[t], at ``positions``; NaN at t = 0."""
-    tokens = np.asarray(tokens)
-    order = np.lexsort((np.arange(len(tokens)), tokens))  # by type, then by position
-    rank = np.empty(len(tokens), dtype=np.int64)
-    rank[order] = np.arange(len(tokens))
-    sorted_pos = order  # position of each occurrence, grouped by type in position order
+    tokens = np.asarray(tokens, dtype=np.int64)
+    n = len(tokens)
+    # every occurrence as one sorted key, type-major then position: the occurrences of a
+    # type in [lo, hi) are the keys between type·(n+1) + lo and type·(n+1) + hi
+    keys = np.sort(tokens * (n + 1) + np.arange(n))
     t = np.asarray(positions)
-    r = rank[t]
-    # occurrences of the same type before t: ranks [first of its type, r); those in the
-    # window start at the first occurrence ≥ t − window, found within the type's run
-    group_start = np.searchsorted(tokens[order], tokens[t], side="left")
-    key = tokens[order].astype(np.int64) * (len(tokens) + 1) + sorted_pos
-    first_in = np.searchsorted(key, tokens[t].astype(np.int64) * (len(tokens) + 1)
-                               + np.maximum(t - window, 0))  # fmt: skip
-    count = r - np.maximum(first_in, group_start)
+    base = tokens[t] * (n + 1)
+    count = np.searchsorted(keys, base + t) - np.searchsorted(
+        keys, base + np.maximum(t - window, 0)
+    )
     seen = np.minimum(t, window)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(seen > 0, count / seen, math.nan)
