@@ -76,7 +76,15 @@ def fit_weights(log_probs: np.ndarray, iters: int = 200, tol: float = 1e-7) -> n
         if mean - previous < tol:
             break
         previous = mean
-    return weights / weights.sum()
+    weights /= weights.sum()
+    # EM nears an optimum on the simplex's edge only slowly: a single model may still be
+    # likelier than where it stopped, and then it is the answer (so the mixture is never
+    # worse on the tuning positions than any one of its parts)
+    if not missing.any():
+        alone = log_probs.mean(axis=1)
+        if alone.max() > blend_log_probs(log_probs, weights).mean():
+            weights = np.eye(k)[int(alone.argmax())]
+    return weights
 
 
 def blend_log_probs(log_probs: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -94,6 +102,12 @@ def blend_log_probs(log_probs: np.ndarray, weights: np.ndarray) -> np.ndarray:
         out -= logsumexp(np.where(present, log_w, -math.inf), axis=0)
     out[~present[0]] = math.nan
     return out
+
+
+def _log(p: np.ndarray) -> np.ndarray:
+    """log p, with log 0 = −inf (a word a cache's window has not seen)."""
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray(p, dtype=np.float64))
 
 
 @dataclass(frozen=True)
@@ -125,8 +139,7 @@ class BestChoice:
 
     def mix(self, models: dict[str, np.ndarray], caches: dict[str, np.ndarray]) -> np.ndarray:
         """log P_best(w_t | h) per position, from the models' scores and the caches' p."""
-        with np.errstate(divide="ignore"):  # p = 0: a word the window has not seen
-            parts = {**models, **{n: np.log(p) for n, p in caches.items()}}
+        parts = {**models, **{n: _log(p) for n, p in caches.items()}}
         stacked = np.stack([parts[c] for c in self.components])
         return blend_log_probs(stacked, np.array(self.weights))
 
@@ -154,11 +167,6 @@ def _best_of(models_at: np.ndarray, options: dict) -> tuple[Any, np.ndarray, flo
             best = (key, weights, ppl)
     assert best is not None
     return (*best, by_window)
-
-
-def _log(p: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return np.log(np.asarray(p, dtype=np.float64))
 
 
 class BestSource(ColumnSource):
