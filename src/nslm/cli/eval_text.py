@@ -1,6 +1,7 @@
 """What ``nslm eval RUN --text FILE`` and ``--corpus DIR`` score: the outside text prepared
 with the run's vocabulary and class rules (:mod:`nslm.data.fixed_vocab`), or read as bytes
-by a byte LM, and the λ a previous evaluation saved. Only cli/eval.py imports this module."""
+by a byte LM, and the λ a previous evaluation saved; the run's own splits with their token
+strings (:func:`own_texts`). Only cli/eval.py imports this module."""
 
 from __future__ import annotations
 
@@ -59,6 +60,20 @@ def outside_splits(
         click.echo("eval: no saved λ (run 'nslm eval RUN' once): tuning on the run's valid",
                    err=True)  # fmt: skip
     return {"text": text.split}, {"text": text}, ("text",), lambdas
+
+
+def own_texts(loaded, splits: Sequence[str]) -> dict[str, TextSplit]:
+    """The run's own corpus splits with their token strings (the open-vocabulary tables read
+    the strings that ``<unk>`` hides), prepared from the corpus files as training did."""
+    from nslm.data.fixed_vocab import prepare_text_file
+    from nslm.data.locate import locate_corpus
+
+    for split in splits:  # the corpus the run's splits come from, or its one-line error
+        loaded.corpus.splits[split]  # the lookup does the loading
+    paths = locate_corpus(loaded.cfg.corpus, download=False)
+    return {
+        s: prepare_text_file(loaded.corpus, paths[s], s, "tokenized") for s in dict.fromkeys(splits)
+    }
 
 
 def _byte_splits(

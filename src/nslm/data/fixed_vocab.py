@@ -40,6 +40,7 @@ class TextSplit:
     oov_mask: np.ndarray  # per position: its token was outside the vocabulary
     plain_bytes: int  # UTF-8 bytes of the text as plain text (bits per byte divide by them)
     plain_words: int  # its whitespace-separated words (word perplexity divides by them)
+    strings: tuple[str, ...] = ()  # every token as written, <unk>'s too (open vocabulary)
 
     @property
     def tokens(self) -> int:
@@ -94,6 +95,7 @@ def prepare_text(
         oov_mask=oov,
         plain_bytes=len(plain.encode("utf-8", errors="surrogatepass")),
         plain_words=len(plain.split()),
+        strings=tuple(tagged.tokens),
     )
 
 

@@ -1,0 +1,67 @@
+"""The value a model predicts for a numeral: the mode of its distribution over numerals.
+
+Spithourakis & Riedel (2018, "Numeracy for Language Models", Sec. 5) score numerals by
+value as well as by perplexity: at each numeral of the text, the model's most probable
+numeral is taken as its prediction and compared with the gold value (MAPE, MdAPE, MdAE:
+:mod:`nslm.evaluation.value_metrics`). For the word-level models of a run (NNLM, NSLM,
+NSLM-open) the candidates are the numerals of the vocabulary: the NNLM's softmax restricted
+to them, or the NSLM's marginal Σ_c P(c | h) · P(w | c) (Eq. 4), each λ-mixed with the
+NNLM as the reported ensemble is. NSLM-open scales each class's in-vocabulary part by
+(1 − β_c) (:mod:`nslm.micro.open_vocab`); its new members, spread over whole shapes or
+over a thousand years, are never a mode, so the candidates are the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from nslm.data.corpus import Split
+from nslm.data.numbers import is_number, number_value
+from nslm.evaluation.open_vocab import open_marginal
+from nslm.micro.open_vocab import OpenClass
+from nslm.scores.mixture import ensemble_log_probs
+from nslm.scores.passes import Scorer
+
+
+def numeral_types(itos: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The vocabulary's numerals: (type ids, values read from their strings)."""
+    ids = np.array([i for i, t in enumerate(itos) if t[:1].isdigit() and is_number(t)])
+    return ids, np.array([number_value(itos[i]) for i in ids])
+
+
+@torch.no_grad()
+def predicted_values(
+    scorer: Scorer,
+    split: Split,
+    positions: np.ndarray,
+    itos: Sequence[str],
+    class_names: Sequence[str],
+    models: dict[str, tuple[dict, float, dict[str, OpenClass] | None]],
+    chunk: int = 256,
+) -> dict[str, np.ndarray]:
+    """The predicted value at every position, per model: ``{"NNLM": (N,), name: (N,)}``.
+
+    ``models`` maps a column name to (micro-models, λ, open classes or None): the NSLM
+    ensemble λ·P_NNLM + (1 − λ)·P_NSLM with those micro-models, open or closed.
+    """
+    ids, values = numeral_types(itos)
+    positions = np.asarray(positions, dtype=np.int64)
+    feats = scorer.features_at(split, positions)
+    nnlm_head = scorer.model.heads["nnlm"]
+    out = {name: np.empty(len(positions)) for name in ["NNLM", *models]}
+    for start in range(0, len(positions), chunk):
+        rows = slice(start, start + chunk)
+        h, where = feats[rows], positions[rows]
+        nnlm = nnlm_head.log_dist(h).double().numpy()[:, ids]
+        out["NNLM"][rows] = values[nnlm.argmax(axis=1)]
+        for name, (micro, lam, opened) in models.items():
+            within = {n: mm.log_prob(mm.cls.context(split, where, mm.context), h)
+                      for n, mm in micro.items()}  # fmt: skip
+            full = scorer.distribution(h, micro, class_names, within)
+            marginal = open_marginal(full, opened or {}, class_names)
+            mixed = ensemble_log_probs(nnlm, marginal[:, ids], lam)
+            out[name][rows] = values[mixed.argmax(axis=1)]
+    return out
