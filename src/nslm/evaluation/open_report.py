@@ -12,7 +12,7 @@ validation text (``eval --text``) λ is the closed table's and β_c the Good-Tur
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,7 @@ from nslm.evaluation.open_vocab import OpenScores, open_scores, tune_escapes
 from nslm.evaluation.tables import TABLES, table_classes, tables_for
 from nslm.micro.open_vocab import OpenClass, fit_open
 from nslm.scores.mixture import tune_lambda
-from nslm.scores.passes import Scorer
+from nslm.scores.passes import Scorer, head_of
 
 # column → (micro-models: plain or context, open vocabulary)
 COLUMNS = {
@@ -105,12 +105,15 @@ def open_tables(
     micro: dict,
     texts: dict[str, TextSplit],
     corpus: PreparedCorpus,
-    split: str,
-    saved: dict[str, float],
+    closed: dict[str, Any],
 ) -> dict[str, Any]:
-    """``nslm eval``'s open-vocabulary tables of ``split``: one per closed table, with the
-    closed table's rows counted by rule, λ tuned on the validation aggregate (``saved``,
-    the closed tables' λ, when there is no validation text)."""
+    """``nslm eval``'s open-vocabulary tables beside the closed ones of ``closed`` (what
+    :func:`nslm.evaluation.report.evaluate_run` returned): one per closed table, its rows
+    counted by rule, λ tuned on the validation aggregate when ``texts`` has ``"valid"``,
+    else the closed table's; ``texts`` cut to the closed tables' ``max_tokens``."""
+    split = closed["split"]
+    texts = {n: _head(t, closed["max_tokens"]) for n, t in texts.items() if n in (split, "valid")}
+    saved = {table: entry["lambda"] for table, entry in closed["tables"].items()}
     evaluation = evaluate_open(scorer, {"plain": micro}, texts, corpus.class_names)
     out: dict[str, Any] = {"escapes": evaluation.escapes, "tables": {}}
     for table in tables_for(corpus):
@@ -128,6 +131,13 @@ def open_tables(
             "columns": {c: {r: v[r] for r in rows} for c, v in columns.items()},
         }
     return out
+
+
+def _head(text: TextSplit, max_tokens: int) -> TextSplit:
+    """A prepared text's first ``max_tokens`` tokens (0 = all), strings with them."""
+    if max_tokens <= 0:
+        return text
+    return replace(text, split=head_of(text.split, max_tokens), strings=text.strings[:max_tokens])
 
 
 def render_open(result: dict[str, Any]) -> str:

@@ -10,7 +10,6 @@ validation Global perplexity instead, for every table.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.fixed_vocab import TextSplit
 from nslm.errors import NslmError
 from nslm.evaluation.columns import ColumnSource
-from nslm.evaluation.open_report import open_tables, render_open
+from nslm.evaluation.open_report import render_open
 from nslm.evaluation.tables import (
     LEGEND,
     TABLES,
@@ -60,7 +59,6 @@ def evaluate_run(
     splits: dict[str, Split] | None = None,
     lambdas: dict[str, float] | None = None,
     plain: dict[str, TextSplit] | None = None,
-    open_texts: dict[str, TextSplit] | None = None,
 ) -> dict[str, Any]:
     """Score valid (for λ) and ``split``; return every table of the run as JSON-ready data.
 
@@ -72,8 +70,6 @@ def evaluate_run(
     table: λ}, as a previous evaluation tuned them) skips validation altogether. ``plain``:
     the prepared texts behind ``splits``, whose tokenization-free figures (bits per byte, word
     and OOV-adjusted perplexity: :mod:`nslm.evaluation.text_scores`) go under ``"text"``.
-    ``open_texts``: the texts of ``split`` (and ``"valid"``) with their token strings, for
-    the open-vocabulary tables under ``"open"`` (:mod:`nslm.evaluation.open_report`).
     """
     if lambda_objective not in OBJECTIVES:
         raise NslmError(f"λ objective must be one of {', '.join(OBJECTIVES)}")
@@ -120,31 +116,9 @@ def evaluate_run(
         for source in extra:
             entry.update(source.describe(table, entry))
         out["tables"][table] = entry
-    out.update(_beyond_tables(out, target, lam_global, split, plain, open_texts, names,
-                              max_tokens, scorer, micro, corpus))  # fmt: skip
+    if plain and split in plain:  # one model per column: the Global λ's ensemble
+        out["text"] = text_figures(target.columns(lam_global), plain[split])
     return out
-
-
-def _beyond_tables(
-    out, target, lam_global, split, plain, open_texts, names, max_tokens, scorer, micro, corpus
-) -> dict[str, Any]:
-    """The figures beside the tables: the text's tokenization-free ones (one model per
-    column: the Global λ's ensemble) and the open-vocabulary tables."""
-    extra: dict[str, Any] = {}
-    if plain and split in plain:
-        extra["text"] = text_figures(target.columns(lam_global), plain[split])
-    if open_texts:
-        cut = {n: _head(t, max_tokens) for n, t in open_texts.items() if n in names}
-        saved = {t: e["lambda"] for t, e in out["tables"].items()}
-        extra["open"] = open_tables(scorer, micro, cut, corpus, split, saved)
-    return extra
-
-
-def _head(text: TextSplit, max_tokens: int) -> TextSplit:
-    """A prepared text's first ``max_tokens`` tokens (0 = all), strings with them."""
-    if max_tokens <= 0:
-        return text
-    return replace(text, split=head_of(text.split, max_tokens), strings=text.strings[:max_tokens])
 
 
 def render(result: dict[str, Any]) -> str:
@@ -160,7 +134,7 @@ def render(result: dict[str, Any]) -> str:
         blocks.append(render_table(entry, note))
     if "text" in result:
         blocks.append(render_text_figures(result["text"]))
-    if "open" in result:
+    if "open" in result:  # added by the caller: :func:`nslm.evaluation.open_report.open_tables`
         blocks.append(render_open(result["open"]))
     return "\n\n".join([*blocks, LEGEND])
 
