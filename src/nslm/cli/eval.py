@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from nslm.cli.eval_extras import PaperExtras, paper_options
-from nslm.cli.eval_text import outside_splits
+from nslm.cli.eval_text import outside_splits, own_texts
+from nslm.cli.intervention_options import INTERVENTION_KEYS, intervention_options
 from nslm.cli.options import (
     input_format_option,
     list_option,
@@ -57,6 +58,7 @@ def eval_tables(
     column (:mod:`nslm.evaluation.best_column`), which mixes every model column before it.
     """
     from nslm.atomic import write_json_atomic
+    from nslm.evaluation.open_report import open_tables
     from nslm.evaluation.report import evaluate_run, render
     from nslm.runs.context_micro import has_context_models, load_run_context
     from nslm.runs.open import open_run
@@ -79,6 +81,8 @@ def eval_tables(
 
         last = len(sources) - bool(sources and isinstance(sources[-1], RarityRecorder))
         sources.insert(last, BestSource(scorer, context_source, best))
+    # every token counted too (open vocabulary): the texts with their token strings
+    open_texts = plain if plain is not None else own_texts(loaded, ("valid", *splits))
     results = {}
     for split in splits:
         click.echo(f"eval: scoring {split} …", err=True)
@@ -87,6 +91,8 @@ def eval_tables(
             max_tokens=max_tokens, extra=sources, scorer=scorer, splits=texts, lambdas=lambdas,
             plain=plain,
         )  # fmt: skip
+        # every token counted too: the open-vocabulary tables (docs/nslm.md)
+        result["open"] = open_tables(scorer, micro, open_texts, loaded.corpus, result)
         path = out if out is not None else Path(run) / f"tables_{split}.json"
         write_json_atomic(path, result)
         click.echo(render(result))
@@ -116,6 +122,7 @@ def eval_tables(
               help="Add an N-gram column (modified KN on train) and, with the NSLM, an "
               "N-gram NSLM column; without it, the N-gram's global perplexity.")  # fmt: skip
 @paper_options
+@intervention_options
 def eval_command(
     run: Path,
     splits: tuple[str, ...],
@@ -142,6 +149,8 @@ def eval_command(
 
     splits = splits or SPLITS
     from nslm.runs.word_pos import is_word_pos_run
+
+    intervene = _intervention_options(paper, model_kind)
 
     if is_word_pos_run(run):
         if text_file or corpus_dir or ngram_order or max_tokens or PaperExtras(**paper).wanted:
@@ -179,7 +188,17 @@ def eval_command(
         )  # fmt: skip
         extras.finish(run)
         return
-    _eval_heads(run, splits, max_tokens, ngram_order, texts, out, plain)
+    _eval_heads(run, splits, max_tokens, ngram_order, texts, out, plain, intervene)
+
+
+def _intervention_options(paper: dict[str, Any], model_kind: str) -> dict[str, Any]:
+    """--ablate, --clamp, --steer (taken out of ``paper``): a byte LM's neural heads only."""
+    from nslm.cli.intervention_options import wants_intervention
+
+    intervene = {key: paper.pop(key) for key in INTERVENTION_KEYS}
+    if wants_intervention(intervene) and (model_kind == "nslm" or PaperExtras(**paper).wanted):
+        raise NslmError("--ablate, --clamp and --steer score the neural heads of a byte LM")
+    return intervene
 
 
 def _ngram_factories(order: int | None) -> list[Factory]:
@@ -199,15 +218,22 @@ def _eval_heads(
     texts: dict[str, Split] | None = None,
     out_path: Path | None = None,
     plain: dict[str, TextSplit] | None = None,
+    intervene: dict[str, Any] | None = None,
 ) -> None:
     """Global perplexity of each neural head (and an n-gram's); RUN/eval.json. A prepared
-    text (``plain``) also gets its tokenization-free figures under ``"text"``."""
+    text (``plain``) also gets its tokenization-free figures under ``"text"``. A byte LM
+    with ``intervene`` (--ablate, --clamp, --steer) is scored so: RUN/eval-intervened.json."""
     from nslm.atomic import write_json_atomic
+    from nslm.cli.intervention_options import intervention_of, wants_intervention
     from nslm.evaluation.text_scores import render_text_figures, text_figures
+    from nslm.models.intervention import set_intervention
     from nslm.runs.open import open_run
     from nslm.scores.passes import head_of
 
     loaded = open_run(run, micro="none").loaded
+    intervened = wants_intervention(intervene or {})
+    if intervened:
+        set_intervention(loaded.model, intervention_of(loaded, intervene))
     ngram = None
     if ngram_order:
         from nslm.evaluation.ngram_columns import ngram_global, ngram_source
@@ -225,7 +251,7 @@ def _eval_heads(
         if plain and split in plain and not max_tokens:
             heads = {h.upper(): getattr(scores, h) for h in loaded.cfg.heads}
             out[split]["text"] = text_figures(heads, plain[split])
-    path = out_path if out_path is not None else run / "eval.json"
+    path = out_path or run / ("eval-intervened.json" if intervened else "eval.json")
     write_json_atomic(path, out)
     for split, row in out.items():
         text = row.pop("text", None)

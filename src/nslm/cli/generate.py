@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from nslm.cli.intervention_options import intervention_options, wants_intervention
 from nslm.cli.options import (
     check_run,
     hidden_alias,
@@ -57,6 +58,7 @@ NSLM = "nslm"
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="Byte LM, with --neuron: also write the coloured text "
               "as an HTML page.")  # fmt: skip
+@intervention_options
 @micro_kind_option
 @input_format_option
 @output_format_option
@@ -76,6 +78,7 @@ def generate_command(
     micro_kind: str = "auto",
     input_format: str = "plain",
     output_format: str = "plain",
+    **intervene: Any,
 ) -> None:
     """Continue PROMPT (plain text; none: start a fresh line) with the LM in RUN: a training
     run directory (`nslm train`), an n-gram model directory (`nslm ngram build`) or an ARPA
@@ -87,14 +90,17 @@ def generate_command(
     as the model's tokens); a sentence end (</s>, <eos>) is a line break.
 
     A byte LM (docs/byte-lm.md) continues PROMPT byte by byte (--max-tokens counts bytes);
-    --neuron colours the text by one neuron's cell state, --html writes it as a page too.
+    --neuron colours the text by one neuron's cell state, --html writes it as a page too;
+    --ablate, --clamp and --steer change its units at every step (docs/probes.md).
     """
     prompt = prompt or ""
     config = SamplingConfig(temperature=temperature, top_k=top_k or None, top_p=top_p)
     sampler = Sampler(config, seed=seed)
     if is_byte_run(run):
-        _generate_bytes(run, prompt, max_tokens, sampler, neuron, html_out)
+        _generate_bytes(run, prompt, max_tokens, sampler, neuron, html_out, intervene)
         return
+    if wants_intervention(intervene):
+        raise NslmError("--ablate, --clamp and --steer need a byte-LM run (docs/probes.md)")
     from nslm.runs.word_pos import is_word_pos_run
 
     if is_word_pos_run(run):
@@ -205,27 +211,33 @@ def _generate_bytes(
     sampler: Sampler,
     neuron: int | None,
     html_out: Path | None,
+    intervene: dict[str, Any],
 ) -> None:
-    """Print PROMPT and its byte-by-byte continuation, coloured by --neuron if given."""
+    """Print PROMPT and its byte-by-byte continuation, coloured by --neuron if given, from
+    the model with the units --ablate, --clamp and --steer name changed at every step."""
     import sys
 
     from nslm.atomic import write_bytes_atomic
+    from nslm.cli.intervention_options import intervention_of
     from nslm.generation.bytes import generate_bytes, text_cells
     from nslm.generation.colour import ansi, html_page, neuron_values
+    from nslm.models.intervention import intervening
     from nslm.runs.load import load_run
 
     if html_out is not None and neuron is None:
         raise NslmError("--html colours the text by a neuron: give --neuron too")
     loaded = load_run(run)
     prime = prompt.encode("utf-8")
-    generated = generate_bytes(loaded, prime, max_bytes, sampler)
+    with intervening(loaded.model, intervention_of(loaded, intervene)):
+        generated = generate_bytes(loaded, prime, max_bytes, sampler)
+        cells = text_cells(loaded, prime, generated) if neuron is not None else None
     text = prime + generated
-    if neuron is None:
+    if cells is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(text + b"\n")
         sys.stdout.buffer.flush()
         return
-    values = neuron_values(text_cells(loaded, prime, generated), neuron)
+    values = neuron_values(cells, neuron)
     click.echo(ansi(text, values), color=True)  # asked for: keep the colours in a pipe too
     if html_out is not None:
         title = f"{run.name}: neuron {neuron}"

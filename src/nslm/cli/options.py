@@ -9,7 +9,9 @@
   ``--cache`` means the neural cache of ``nslm eval``);
 - a training run: :data:`run_argument`, one message for a path that is not a run;
 - text: ``--input-format plain|tokenized`` for what a command reads, ``--output-format
-  plain|tokenized`` for the words it writes (:mod:`nslm.data.text`).
+  plain|tokenized`` for the words it writes (:mod:`nslm.data.text`);
+- interventions in a byte LM (``--ablate``, ``--clamp``, ``--steer``, …): their own module,
+  :mod:`nslm.cli.intervention_options`.
 """
 
 from __future__ import annotations

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
+from nslm.cli.intervention_options import (
+    intervention_of,
+    intervention_options,
+    wants_intervention,
+)
 from nslm.cli.options import out_option, run_argument
 from nslm.json_policy import json_text
 
@@ -19,12 +25,22 @@ def _log(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _load(run: Path):
+def _load(run: Path, intervene: dict[str, Any]):
     """The byte LM of ``run``, through the one front door to a run (threads set as it
-    trained; no micro-models: a byte LM has none)."""
+    trained; no micro-models: a byte LM has none), with the units --ablate, --clamp and
+    --steer name changed at every step: the probes then read the intervened model."""
+    from nslm.models.intervention import set_intervention
     from nslm.runs.open import open_run
 
-    return open_run(run, micro="none", byte_lm="nslm probe").loaded
+    loaded = open_run(run, micro="none", byte_lm="nslm probe").loaded
+    set_intervention(loaded.model, intervention_of(loaded, intervene))
+    return loaded
+
+
+def _folder(run: Path, name: str, intervene: dict[str, Any]) -> Path:
+    """RUN/probes/NAME, or RUN/probes/NAME-intervened: an intervened model's probes never
+    overwrite the model's own."""
+    return run / "probes" / (name + "-intervened" * wants_intervention(intervene))
 
 
 @click.group("probe")
@@ -81,15 +97,18 @@ def probe_group() -> None:
     help="Read the texts as they are: no review framing, SST-2 left PTB-tokenised.",
 )
 @out_option(
-    "Folder for the summary, probes and figures [RUN/probes/sentiment-DATA].", directory=True
+    "Folder for the summary, probes and figures [RUN/probes/sentiment-DATA, "
+    "sentiment-DATA-intervened with --ablate, --clamp or --steer].",
+    directory=True,
 )
 @_batch
 @_no_figures
 @_json
+@intervention_options
 def sentiment_command(run: Path, dataset: str, last_bytes: int | None, n_train: int | None,
                       n_dev: int, n_test: int | None, no_bow: bool, raw: bool,
-                      out: Path | None, batch_size: int, no_figures: bool, as_json: bool
-                      ) -> None:  # fmt: skip
+                      out: Path | None, batch_size: int, no_figures: bool, as_json: bool,
+                      **intervene: Any) -> None:  # fmt: skip
     """Sentiment probe: final cell, mean cell, mean hidden state and both means of each text.
 
     Each text is read as a review in the LM's training stream (after the separator, then a
@@ -104,8 +123,8 @@ def sentiment_command(run: Path, dataset: str, last_bytes: int | None, n_train: 
 
     if dataset == "imdb" and last_bytes is None:
         last_bytes = pipeline.DEFAULT_IMDB_LAST_BYTES
-    loaded = _load(run)
-    out = out or run / "probes" / f"sentiment-{dataset}"
+    loaded = _load(run, intervene)
+    out = out or _folder(run, f"sentiment-{dataset}", intervene)
     summary = pipeline.sentiment(
         loaded, out, dataset=dataset, last_bytes=last_bytes, n_train=n_train, n_dev=n_dev,
         n_test=n_test, batch_size=batch_size, bow=not no_bow, figures=not no_figures, raw=raw,
@@ -167,13 +186,18 @@ def render_sentiment(s: dict) -> str:
     default=None,
     help="Inverse L1 strength of every tag's classifier [0.03].",
 )
-@out_option("Folder for the summaries, probes and figures [RUN/probes/pos].", directory=True)
+@out_option(
+    "Folder for the summaries, probes and figures [RUN/probes/pos, pos-intervened with "
+    "--ablate, --clamp or --steer].",
+    directory=True,
+)
 @_batch
 @_no_figures
 @_json
+@intervention_options
 def pos_command(run: Path, train_bytes: int, n_test: int | None, grouping: str, C: float | None,
                 out: Path | None, batch_size: int, no_figures: bool,
-                as_json: bool) -> None:  # fmt: skip
+                as_json: bool, **intervene: Any) -> None:  # fmt: skip
     """Part-of-speech probes: one-vs-rest L1 logistic regression per tag on the cell state
     of every byte of UD EWT sentences (a byte's tag: its word's XPOS, SPACE between words).
 
@@ -186,8 +210,8 @@ def pos_command(run: Path, train_bytes: int, n_test: int | None, grouping: str, 
 
     groupings = ("grouped", "ungrouped") if grouping == "both" else (grouping,)
     C = POS_C if C is None else C
-    loaded = _load(run)
-    out = out or run / "probes" / "pos"
+    loaded = _load(run, intervene)
+    out = out or _folder(run, "pos", intervene)
     summaries = pipeline.pos(
         loaded, out, train_bytes=train_bytes, n_test=n_test, groupings=groupings, C=C,
         batch_size=batch_size, figures=not no_figures, log=_log,

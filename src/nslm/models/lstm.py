@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from nslm.models.grounding import input_width, make_embedding
+from nslm.models.intervention import Intervention, intervened_steps
 
 State = tuple[Tensor, Tensor] | None
 
@@ -59,10 +60,16 @@ class LSTMBackbone(nn.Module):
                 emb_size, hidden_size, num_layers, dropout=dropout if num_layers > 1 else 0.0
             )
         self.out_dim = hidden_size
+        # ablation, clamping, steering at every step (models/intervention.py); None: none
+        self.intervention: Intervention | None = None
         # Small uniform embedding init, as in the classic Zaremba et al. recipe.
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def forward(self, x: Tensor, state: State = None) -> tuple[Tensor, State]:
+        iv = self.intervention
+        if iv is not None and not iv.empty:
+            hs, _, state = intervened_steps(self.lstm, self.drop(self.embed(x)), state, iv)
+            return self.drop(hs), state
         if not self.locked:
             out, state = self.lstm(self.drop(self.embed(x)), state)
             return self.drop(out), state
@@ -97,8 +104,13 @@ def lstm_state_chunks(
         raise ValueError("per-step cell states need a one-layer, unidirectional nn.LSTM")
     zeros = torch.zeros(1, x.shape[1], lstm.hidden_size)
     state = (zeros, zeros.clone())
+    iv = getattr(backbone, "intervention", None)
     for t0 in range(0, x.shape[0], chunk):
         emb = backbone.embed(x[t0 : t0 + chunk]).float()
+        if iv is not None and not iv.empty:  # the model with its units ablated, clamped, …
+            hs, cs, state = intervened_steps(lstm, emb, state, iv)
+            yield t0, hs, cs
+            continue
         hs = torch.empty(len(emb), x.shape[1], lstm.hidden_size)
         cs = torch.empty_like(hs)
         for t in range(len(emb)):

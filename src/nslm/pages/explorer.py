@@ -10,7 +10,8 @@ A :class:`RunView` loads a run once at start-up and answers:
   marked; else the neural LM; a word+POS run gives word/TAG pairs), as plain text (or the
   model's tokens) with each generated token's piece of that text;
 - ``sample_bytes`` (byte LM): a continuation of a prime, each character with a chosen
-  neuron's tanh(cell state);
+  neuron's tanh(cell state), from the model with units ablated, clamped or steered if asked
+  (:func:`nslm.generation.steering.intervention_from_fields`);
 - ``sentiment`` (byte LM with ``nslm probe sentiment``): P(positive) of the probe saved on
   SST-2 and the verdict of its single best neuron.
 
@@ -209,9 +210,12 @@ class RunView:
     # -- byte LM ---------------------------------------------------------------------------------
 
     def sample_bytes(self, prime: str, max_bytes: int, sampling: SamplingConfig,
-                     seed: int | None, neuron: int) -> dict[str, Any]:  # fmt: skip
+                     seed: int | None, neuron: int, fields: dict | None = None
+                     ) -> dict[str, Any]:  # fmt: skip
         from nslm.generation.bytes import generate_bytes, text_cells
         from nslm.generation.colour import characters, neuron_values
+        from nslm.generation.steering import intervention_from_fields
+        from nslm.models.intervention import intervening
 
         if self.kind != "byte":
             raise NslmError(f"run {self.name!r} is not a byte LM: no neurons to colour by")
@@ -219,7 +223,9 @@ class RunView:
         if not 0 <= neuron < hidden:
             raise NslmError(f"neuron {neuron} is out of range: the LM has {hidden} (0 to "
                             f"{hidden - 1})")  # fmt: skip
-        with self._lock:
+        probe = self._sentiment["file"] if self._sentiment else None
+        iv = intervention_from_fields(self.loaded, fields or {}, probe)
+        with self._lock, intervening(self.loaded.model, iv):
             data = prime.encode("utf-8")
             generated = generate_bytes(self.loaded, data, max_bytes, Sampler(sampling, seed=seed))
             values = neuron_values(text_cells(self.loaded, data, generated), neuron)
@@ -242,6 +248,7 @@ class RunView:
             "pooling": pooling,
             "framed": summary.get("framed", False),
             "probe": load_probe(folder / f"probe_{pooling}.json"),
+            "file": folder / f"probe_{pooling}.json",
             "neuron": load_probe(folder / "neuron.json"),
             "test_acc": summary.get("all_acc"),
             "neuron_test_acc": summary.get("one_neuron_acc"),

@@ -81,7 +81,13 @@ def explorer_html(runs: list[dict], limits) -> str:
 <div class="panel" id="bytes-panel"><h2>Byte LM: a neuron over a sample</h2>
 <input id="prime" type="text" maxlength="{limits.max_prompt_chars}" value="This movie was">
 <label>neuron <input id="neuron" type="number" min="0" max="{neurons - 1}" value="0"></label>
-{_sampling_inputs("bytes-", limits.max_tokens, 200, "max bytes")}
+{_sampling_inputs("bytes-", limits.max_tokens, 200, "max bytes")}<br>
+<label>ablate <input id="ablate" type="text" placeholder="356,12" size="8"></label>
+<select id="ablate-mode"><option>zero</option><option>mean</option></select>
+<label>clamp <input id="clamp" type="text" placeholder="356=1.5" size="8"></label>
+<label>steer <input id="steer" type="text" placeholder="sentiment, output:0123456789"></label>
+<label>at <input id="steer-at" type="text" value="hidden" size="10"></label>
+<label>α <input id="steer-scale" type="number" step="0.1" value="1.0"></label>
 <button id="bytes-btn">Sample</button><p id="bytes-out"></p></div>
 <div class="panel" id="sentiment-panel"><h2>Byte LM: classify a review</h2>
 <textarea id="review" rows="3" maxlength="{limits.max_prompt_chars}">A moving, funny and \

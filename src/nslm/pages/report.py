@@ -134,6 +134,7 @@ def build_report(run: Path | str) -> str:
     parts += sections.paper_tables(run)
     parts += [sections.micro_models(run), sections.context_models(run), sections.rarity(run)]
     parts += sections.probes(run)
+    parts.append(sections.interventions(run))
     parts.append(config_section(cfg))
     present = [p for p in parts if p is not None]
     hints = sections.missing_hints(run, cfg)

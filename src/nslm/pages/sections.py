@@ -212,6 +212,27 @@ def probes(run: Path) -> list[Section]:
     return out
 
 
+INTERVENTION_FIGURES = (
+    ("random_units.png", "Top-k units against k random units (mean ± sd over the draws)"),
+    ("selectivity.png", "Selectivity: probe accuracy against its control task"),
+    ("steered_sample.png", "A sample steered by the sentiment direction beside an unsteered one"),
+)  # fmt: skip
+
+
+def interventions(run: Path) -> Section | None:
+    """The figures of benchmarks/neuron_interventions.py (RUN/probes/interventions/)."""
+    folder = run / "probes" / "interventions"
+    shown = [figure(folder / name, caption) for name, caption in INTERVENTION_FIGURES
+             if (folder / name).is_file()]  # fmt: skip
+    if not shown:
+        return None
+    note = (
+        "<p>Do the probed units matter? <code>python benchmarks/neuron_interventions.py "
+        f"--run {esc(run)}</code>; the figures are in benchmarks/results/neurons.json.</p>"
+    )
+    return ("probe-interventions", "Probes: controls, ablation, steering", note + "".join(shown))
+
+
 def missing_hints(run: Path, cfg: dict) -> list[str]:
     """What a user can run to add the sections this run does not have yet."""
     hints = []

@@ -72,6 +72,13 @@ class BytesRequest(Sampling):
     prime: str = ""
     max_bytes: int = Field(200, ge=1)
     neuron: int = Field(0, ge=0, description="Colour each character by this neuron.")
+    # the options of nslm generate, as text (nslm.generation.steering.intervention_from_fields)
+    ablate: str = Field("", description="Units to ablate at every step, e.g. 356,12.")
+    ablate_mode: str = Field("zero", description="zero or mean.")
+    clamp: str = Field("", description="Cell values to fix, e.g. 356=1.5.")
+    steer: str = Field("", description="output:BYTES, random:SEED or sentiment.")
+    steer_at: str = Field("hidden", description="cell, hidden and/or candidate.")
+    steer_scale: float = Field(1.0, description="α: the direction times α is added.")
 
 
 class SentimentRequest(BaseModel):
@@ -184,7 +191,9 @@ def create_app(runs: dict[str, Path], limits: Limits | None = None) -> FastAPI: 
         run = view(name)
         prime = _bounded(body.prime, limits, "prime")
         n = _at_most(body.max_bytes, limits.max_tokens, "max_bytes")
-        return JSONText(run.sample_bytes(prime, n, body.config(), body.seed, body.neuron))
+        fields = body.model_dump(include={"ablate", "ablate_mode", "clamp", "steer", "steer_at",
+                                          "steer_scale"})  # fmt: skip
+        return JSONText(run.sample_bytes(prime, n, body.config(), body.seed, body.neuron, fields))
 
     @app.post("/api/runs/{name}/sentiment", summary="Byte LM: classify a review")
     def sentiment(name: str, body: SentimentRequest) -> JSONText:

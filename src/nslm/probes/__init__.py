@@ -8,7 +8,9 @@ docs/probes.md has the whole story. The parts:
 - :mod:`nslm.probes.sentiment`: SST-2 / IMDB probes beside bag-of-words and majority;
 - :mod:`nslm.probes.pos`: one-vs-rest POS probes on UD EWT bytes, top-k neuron tables;
 - :mod:`nslm.probes.plots`: weight bars, histograms, a sentence coloured by a neuron;
-- :mod:`nslm.probes.pipeline`: a probe end to end (``nslm probe``, benchmarks/neurons.py).
+- :mod:`nslm.probes.pipeline`: a probe end to end (``nslm probe``, benchmarks/neurons.py);
+- :mod:`nslm.probes.controls`: control tasks, shuffled labels, random-unit baselines, and
+  :mod:`nslm.probes.control_plots` their figures (benchmarks/neuron_interventions.py).
 """
 
 from __future__ import annotations

@@ -112,7 +112,9 @@ function colour(v) {
 async function sampleBytes() {
   const out = $("bytes-out");
   const data = await call("bytes", {prime: $("prime").value, max_bytes: +$("bytes-max").value,
-    neuron: +$("neuron").value, ...sampling("bytes-")}, out);
+    neuron: +$("neuron").value, ...sampling("bytes-"), ablate: $("ablate").value,
+    ablate_mode: $("ablate-mode").value, clamp: $("clamp").value, steer: $("steer").value,
+    steer_at: $("steer-at").value, steer_scale: +$("steer-scale").value}, out);
   if (!data) return;
   out.innerHTML = data.chars.map((c) => `<span style="background:${colour(c.value)}" title="${c.value.toFixed(3)}">${escapeHtml(c.char)}</span>`).join("");
 }
