@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from nslm.evaluation.open_vocab import (
 from nslm.generation.open_predict import open_predict_many
 from nslm.generation.predict import predict
 from nslm.micro.history import Context
+from nslm.micro.model import MicroModel
 from nslm.micro.open_numbers import NumberShapes, accepted, rounded_spellings, shape_of
 from nslm.micro.open_vocab import OpenClass, fit_open
 
@@ -266,3 +268,11 @@ def test_rounded_spellings_cover_every_precision() -> None:
     spelled = rounded_spellings(8046.72)
     assert {"8046.72", "8,046.7", "8,047", "8050", "8,000", "10,000"} <= spelled
     assert rounded_spellings(float("nan")) == set()
+
+
+def test_escape_stays_below_one_when_every_token_is_a_hapax(micro) -> None:
+    convert = micro["convert"]
+    ones = np.ones(len(convert.cls.candidates))
+    hapax_only = replace(convert.cls, candidates=replace(convert.cls.candidates, counts=ones))
+    opened = OpenClass.fit(MicroModel.from_json(convert.get_params(), hapax_only))
+    assert 0 < opened.escape < 1 and np.isfinite(opened.log_keep)

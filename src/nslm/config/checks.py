@@ -15,6 +15,9 @@ from nslm.errors import NslmError
 if TYPE_CHECKING:
     from nslm.config.train import TrainConfig
 
+# Spithourakis & Riedel (2018)'s numeral models (models/numerals.py; docs/numerals.md)
+NUMERAL_MODELS = ("softmax", "softmax+rnn", "h-softmax", "h-softmax+rnn", "d-rnn", "mog",
+                  "combination")  # fmt: skip
 CHOICES: dict[str, tuple[str, ...]] = {
     "model": ("lstm", "awd", "transformer", "fixed-window", "word-pos"),
     "pos_model": ("word_only", "joint", "eq11", "multitask", "tagger"),
@@ -24,6 +27,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "optimizer": ("sgd", "adam", "adamw"),
     "lr_schedule": ("plateau", "cosine", "constant", "linear", "halving"),
     "classes": CLASS_CHOICES,  # none: only class_rules
+    "numeral_model": NUMERAL_MODELS,
 }
 HEAD_NAMES = ("nnlm", "hnlm")
 
@@ -86,10 +90,20 @@ def _check_choices(cfg: TrainConfig) -> None:
     for key, allowed in CHOICES.items():
         if getattr(cfg, key) not in allowed:
             raise NslmError(f"config key {key!r} must be one of {', '.join(allowed)}")
-    if not cfg.heads or any(h not in HEAD_NAMES for h in cfg.heads):
-        raise NslmError(f"config key 'heads' must be a non-empty list of {HEAD_NAMES}")
+    if cfg.heads == ["numeral"]:
+        _check_numeral(cfg)
+    elif not cfg.heads or any(h not in HEAD_NAMES for h in cfg.heads):
+        raise NslmError(f"config key 'heads' must be a non-empty list of {HEAD_NAMES}, or "
+                        "['numeral'] (docs/numerals.md)")  # fmt: skip
     if cfg.hnlm_top == "shared" and set(cfg.heads) != set(HEAD_NAMES):
         raise NslmError("config key 'hnlm_top' = 'shared' needs heads = ['nnlm', 'hnlm']")
+
+
+def _check_numeral(cfg: TrainConfig) -> None:
+    if cfg.model != "lstm" or cfg.classes not in ("all", "numbers"):
+        raise NslmError("heads = ['numeral'] needs model = 'lstm' and classes with numbers")
+    if cfg.numeral_min_count < 1 or cfg.digit_size < 1:
+        raise NslmError("config keys 'numeral_min_count' and 'digit_size' must be positive")
 
 
 def _check_ranges(cfg: TrainConfig) -> None:
@@ -132,7 +146,7 @@ def _check_sparse_embedding(cfg: TrainConfig) -> None:
 
 
 def _check_tying(cfg: TrainConfig) -> None:
-    if cfg.model not in ("lstm", "awd") or "nnlm" not in cfg.heads:
+    if cfg.model not in ("lstm", "awd") or not {"nnlm", "numeral"} & set(cfg.heads):
         raise NslmError("config key 'tie_weights' needs model 'lstm' or 'awd' and an nnlm head")
     if cfg.model == "awd" and cfg.softmax == "full":
         return  # the softmax's matrix is the learnt part of the embedding table

@@ -69,6 +69,10 @@ class TrainConfig:
     # separate: the HNLM's top level has its own softmax layer; shared: it reuses the NNLM's
     # word logits and adds one row per class tag (models/shared_top.py; cheaper to evaluate)
     hnlm_top: str = "separate"
+    # heads = ["numeral"]: one of Spithourakis & Riedel's numeral models (docs/numerals.md)
+    numeral_model: str = "h-softmax+rnn"
+    numeral_min_count: int = 2  # rarer training numerals are <unk_num>
+    digit_size: int = 64  # the digit LSTMs' width (numeral encoders, the d-RNN)
     # optimisation
     optimizer: str = "adam"  # sgd | adam | adamw
     lr: float = 2e-3

@@ -9,7 +9,7 @@ gazetteer place of the class):
                          β_c · q_c(w | ctx)               for w ∈ O_c \\ V_c
 
 β_c, the probability that the class's next token is new, is the Good-Turing estimate
-(Good 1953) from the class's training tokens: (n₁ + 1) / (N + 1), n₁ the tokens of types
+(Good 1953) from the class's training tokens: (n₁ + 1) / (N + 2), n₁ the tokens of types
 seen once. q_c is a proper distribution over O_c \\ V_c:
 
 * a finite O_c (``<year>``: 1000–2099; a place class: its gazetteer entries) is enumerated,
@@ -135,7 +135,7 @@ class OpenClass:
         cand = micro.cls.candidates
         n_tokens = float(cand.counts.sum())
         hapaxes = [s for s, n in zip(cand.strings, cand.counts, strict=True) if n == 1]
-        escape = (len(hapaxes) + 1) / (n_tokens + 1)
+        escape = (len(hapaxes) + 1) / (n_tokens + 2)  # < 1 even if every token is a hapax
         shapes = None
         if micro.cls.name in NUMBER_CLASSES and open_members(micro.cls.name) is None:
             shapes = NumberShapes(micro.cls.name).fit(hapaxes, cand.strings)

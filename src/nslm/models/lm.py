@@ -9,6 +9,8 @@ from torch import Tensor, nn
 
 from nslm.config import TrainConfig
 from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
+from nslm.models.numeral_vocab import NumeralSpec
+from nslm.models.numerals import attach_numeral_model
 
 PARTS = ("nnlm", "hnlm", "top")
 
@@ -44,7 +46,13 @@ class LanguageModel(nn.Module):
     every parameter used in one call: loss = mean NLL(NNLM) + hnlm_weight · mean NLL(HNLM).
     """
 
-    def __init__(self, cfg: TrainConfig, vocab_size: int, layout: HNLMLayout | None) -> None:
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        vocab_size: int,
+        layout: HNLMLayout | None,
+        numerals: NumeralSpec | None = None,
+    ) -> None:
         super().__init__()
         self.head_names = list(cfg.heads)
         self.backbone = build_backbone(cfg, vocab_size)
@@ -58,15 +66,19 @@ class LanguageModel(nn.Module):
                 raise ValueError("the HNLM head needs an HNLMLayout")
             words = heads["nnlm"].softmax if cfg.hnlm_top == "shared" else None
             heads["hnlm"] = HNLMHead(dim, layout, kind, cutoffs, div, words=words)
+        if "numeral" in self.head_names:  # Spithourakis & Riedel's models (models/numerals.py)
+            if numerals is None:
+                raise ValueError("the numeral head needs a NumeralSpec")
+            heads["numeral"] = attach_numeral_model(cfg, self.backbone, numerals)
         self.heads = nn.ModuleDict({name: heads[name] for name in self.head_names})
-        self.weights = {"nnlm": 1.0, "hnlm": cfg.hnlm_weight}
+        self.weights = {"nnlm": 1.0, "hnlm": cfg.hnlm_weight, "numeral": 1.0}
         tie = getattr(self.backbone, "tie_target", None)
         if cfg.tie_weights and "nnlm" in heads and tie is not None:  # awd
             softmax = heads["nnlm"].softmax
             if softmax.kind != "full":
                 raise ValueError("tie_weights needs softmax = 'full'")
             softmax.linear.weight = tie.weight
-        elif cfg.tie_weights and cfg.model in ("lstm", "awd"):
+        elif cfg.tie_weights and cfg.model in ("lstm", "awd") and "nnlm" in heads:
             from nslm.models.adaptive_input import tie_input_to_output
 
             tie_input_to_output(self.backbone, heads["nnlm"].softmax)
@@ -97,6 +109,8 @@ class LanguageModel(nn.Module):
             out["hnlm"] = top + hnlm.within_log_prob(h, targets, classes)
         if "top" in parts:
             out["top"] = top
+        if "numeral" in parts:
+            out["numeral"] = self.heads["numeral"].target_log_prob(h, targets, classes)
         return {p: out[p] for p in parts}
 
     def forward(

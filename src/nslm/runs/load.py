@@ -16,6 +16,7 @@ from nslm.data.text import text_form_of
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
+from nslm.models.numeral_vocab import NumeralSpec
 from nslm.runs.files import load_model_tensors, read_json
 from nslm.scores.classes import ClassFactor, class_factor
 from nslm.scores.passes import Scorer
@@ -70,7 +71,10 @@ def load_run(run_dir: Path | str, corpus=None, *, weights: Path | str | None = N
     layout = None
     if "hnlm" in cfg.heads:
         layout = HNLMLayout.from_json(read_json(run_dir / "layout.json"))
-    model = LanguageModel(cfg, len(itos), layout)
+    numerals = None
+    if "numeral" in cfg.heads:
+        numerals = NumeralSpec.from_json(read_json(run_dir / "numerals.json"))
+    model = LanguageModel(cfg, len(itos), layout, numerals)
     weights = run_dir / "model.safetensors" if weights is None else Path(weights)
     if not weights.is_file():
         raise NslmError(f"{run_dir} has no {weights.name} yet (training not far enough)")

@@ -240,6 +240,6 @@ def class_factor(model: LanguageModel, corpus=None) -> ClassFactor:
     over V_c (which needs the run's class vocabularies and training counts: ``corpus``)."""
     if "hnlm" in model.heads:
         return HNLMFactor(model)
-    if corpus is None:
+    if corpus is None or "numeral" in model.heads:  # a numeral model has no class factor
         return NeuralOnly(model)
     return SingleTaskFactor(model, RoleShares.from_corpus(corpus))

@@ -24,6 +24,8 @@ class SplitScores:
     * ``micro`` — log P_MM(w_t | c_t, w_prev) at covered class positions, NaN elsewhere
     * ``pure`` — the NSLM, Eq. 4: ``top`` + ``micro`` (``neural`` where uncovered)
     * ``features`` — (N, D) float32 backbone states, row t the one that predicted w_t
+    * ``numeral`` — log P(w_t | h) of a numeral model (Spithourakis & Riedel 2018), the
+      numeral vocabulary's <unk_num> a token of its own
     * ``correct`` — 1.0 where the NNLM's most probable next token is w_t, else 0.0 (NaN
       where unscored): next-token accuracy, asked with ``Scorer(accuracy=True)``
     """
@@ -36,6 +38,7 @@ class SplitScores:
     pure: np.ndarray | None = None
     features: Tensor | None = None
     correct: np.ndarray | None = None
+    numeral: np.ndarray | None = None  # a numeral model's own head (models/numerals.py)
 
     def perplexity(self, part: str) -> float:
         return perplexity(getattr(self, part))

@@ -19,6 +19,7 @@ from nslm.data.corpus import PreparedCorpus
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
+from nslm.models.numeral_vocab import NumeralSpec
 from nslm.runs.assets import write_run_assets
 from nslm.scores.passes import Scorer, head_of
 from nslm.training import checkpoint as ck
@@ -46,9 +47,12 @@ class StreamLMTask:
         if "hnlm" in cfg.heads:
             shared = cfg.hnlm_top == "shared"
             self.layout = HNLMLayout.from_corpus(self.corpus, shared=shared)
+        self.numerals = None
+        if "numeral" in cfg.heads:  # built alike on every rank (the Gaussians' EM is seeded)
+            self.numerals = NumeralSpec.from_corpus(self.corpus, cfg.numeral_min_count)
         # The seed right before the model's initialisation: the same weights as ever.
         torch.manual_seed(cfg.seed)
-        self.model = LanguageModel(cfg, len(self.corpus.vocab), self.layout)
+        self.model = LanguageModel(cfg, len(self.corpus.vocab), self.layout, self.numerals)
         # Grounding (Table 6) and pretrained vectors (Table 5), before DDP copies the weights.
         self.vectors = prepare_embeddings(cfg, self.model, self.corpus, fresh=not resume)
         self.model.to(device)
@@ -137,6 +141,8 @@ class StreamLMTask:
         write_run_assets(run_dir, self.cfg, self.corpus)
         if self.layout is not None:
             ck.write_json_atomic(run_dir / "layout.json", self.layout.to_json())
+        if self.numerals is not None:
+            ck.write_json_atomic(run_dir / "numerals.json", self.numerals.to_json())
         if self.vectors is not None:
             ck.write_json_atomic(run_dir / INIT_VECTORS_FILE, self.vectors)
             print(describe(self.vectors), file=sys.stderr)

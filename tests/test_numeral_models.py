@@ -1,0 +1,296 @@
+"""The numeral models of Spithourakis & Riedel (models/numerals.py) on a tiny synthetic
+vocabulary: every distribution is normalised, training lowers the loss, digits come from the
+token strings, and the evaluation reads the split it is asked for."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nslm.config import build_config
+from nslm.models.lm import LanguageModel
+from nslm.models.numeral_branches import NumeralMoG
+from nslm.models.numeral_vocab import ALPHABET, CHAR_ID, END, START, NumeralSpec, char_ids
+from nslm.models.numerals import NUMERAL_MODELS, numeral_targets
+
+WORDS = ["the", ",", ".", "<unk>", "of", "in", "and", "a", "was", "<eos>", "dog", "cat"]
+IN_VOCAB = ["1", "2", "1914", "3.5", "1,000", "0.25"]
+RARE = ["7", "10"]  # in nslm's vocabulary, seen once in training: <unk_num> for the model
+
+
+def tiny_spec() -> NumeralSpec:
+    itos = WORDS[:4] + IN_VOCAB[:2] + WORDS[4:] + IN_VOCAB[2:] + RARE
+    return NumeralSpec(
+        itos=itos, numerals=IN_VOCAB, width=12, max_precision=2,
+        mog_means=[0.0, 2.0, 10.0, 1500.0], mog_stds=[0.5, 1.0, 5.0, 300.0],
+        comma_share={"4": 0.3}, zero_share=0.05, candidates=IN_VOCAB + RARE,
+        train_mean=100.0, train_median=2.0,
+    )  # fmt: skip
+
+
+def tiny_model(name: str, tie: bool = True, cutoffs: tuple = (4, 8)) -> LanguageModel:
+    cfg = build_config({
+        "heads": ["numeral"], "numeral_model": name, "emb_size": 16, "hidden_size": 16,
+        "num_layers": 1, "digit_size": 8, "cutoffs": list(cutoffs), "tie_weights": tie,
+        "dropout": 0.0,
+    })  # fmt: skip
+    torch.manual_seed(0)
+    spec = tiny_spec()
+    return LanguageModel(cfg, len(spec.itos), None, spec).eval()
+
+
+def word_ids(spec: NumeralSpec) -> list[int]:
+    return [i for i, t in enumerate(spec.itos) if t in WORDS]
+
+
+def all_strings(max_len: int):
+    for n in range(max_len + 1):
+        yield from itertools.product(ALPHABET, repeat=n)
+
+
+def word_mass(head, h: torch.Tensor) -> torch.Tensor:
+    ids = torch.tensor(word_ids(head.spec))
+    rows = h.repeat_interleave(len(ids), 0)
+    lp = head.log_prob(rows, head.tables.targets(ids.repeat(len(h))))
+    return lp.exp().reshape(len(h), -1).sum(1)
+
+
+@pytest.mark.parametrize("name", ["softmax", "softmax+rnn", "h-softmax", "h-softmax+rnn"])
+@pytest.mark.parametrize("cutoffs", [(4, 8), ()])
+def test_closed_models_sum_to_one_over_words_numerals_and_unk(name, cutoffs) -> None:
+    """Σ_words P + Σ_in-vocabulary numerals P + P(<unk_num>) = 1, adaptive or full softmax."""
+    head = tiny_model(name, cutoffs=cutoffs).heads["numeral"]
+    h = torch.randn(3, 16) * 3
+    nums = numeral_targets(head.spec, IN_VOCAB + RARE[:1])  # one rare string = <unk_num>
+    assert nums.num[-1] == head.unk_num
+    lp = head.log_prob(h.repeat_interleave(len(IN_VOCAB) + 1, 0), _tile(nums, 3))
+    total = word_mass(head, h) + lp.exp().reshape(3, -1).sum(1)
+    assert torch.allclose(total, torch.ones(3, dtype=total.dtype), atol=1e-5)
+
+
+def _tile(t, n):
+    from nslm.models.numerals import Targets
+
+    return Targets(**{k: v.repeat(n, *([1] * (v.dim() - 1))) for k, v in vars(t).items()})
+
+
+def test_rare_numerals_share_unk_num_in_closed_models() -> None:
+    head = tiny_model("h-softmax").heads["numeral"]
+    h = torch.randn(1, 16)
+    a, b = (head.log_prob(h, numeral_targets(head.spec, [s])) for s in RARE)
+    assert torch.equal(a, b)
+
+
+def test_d_rnn_strings_sum_to_one() -> None:
+    """Σ_{|s| ≤ L} P(s END | h) + Σ_{|s| = L+1} P(prefix s | h) = 1 exactly (every string
+    either ended by length L or has a prefix of length L + 1); with END made likely, the
+    unended mass is below 0.05^(L+1), so the strings up to L carry all but that."""
+    head = tiny_model("d-rnn").heads["numeral"]
+    with torch.no_grad():
+        head.drnn.out.bias[END] = 8.0  # P(END) ≥ ~0.95 whatever the state
+    h = torch.randn(2, 16)
+    length = 3
+    ended = torch.zeros(2, dtype=torch.float64)
+    strings = ["".join(s) for s in all_strings(length)]
+    chars = torch.tensor([char_ids(s, length + 2) for s in strings])
+    for b in range(2):
+        ended[b] = head.drnn(h[b : b + 1].expand(len(strings), -1), chars).double().exp().sum()
+    longer = ["".join(s) for s in itertools.product(ALPHABET, repeat=length + 1)]
+    prefix = torch.tensor([[START] + [CHAR_ID[c] for c in s] for s in longer])
+    unended = torch.zeros(2, dtype=torch.float64)
+    for b in range(2):
+        steps = head.drnn.step_log_probs(h[b : b + 1].expand(len(longer), -1), prefix[:, :-1])
+        lp = steps.gather(2, prefix[:, 1:].unsqueeze(2)).squeeze(2).double().sum(1)
+        unended[b] = lp.exp().sum()
+    assert torch.allclose(ended + unended, torch.ones(2, dtype=torch.float64), atol=1e-5)
+    assert (unended < 0.05 ** (length + 1)).all()
+    # and the word part plus P(numeral | h) is the rest: the d-RNN model's whole distribution
+    branch = torch.softmax(head.branch(h).double(), -1)[:, 1]
+    assert torch.allclose(word_mass(head, h) + branch, torch.ones(2, dtype=torch.float64))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    means=st.lists(st.floats(0, 20), min_size=1, max_size=4),
+    spread=st.floats(0.2, 3.0),
+    r=st.integers(0, 1),
+)
+def test_mog_intervals_of_the_grid_sum_to_one(means, spread, r) -> None:
+    """For each precision r the intervals of the values 0, 10⁻ʳ, 2·10⁻ʳ, … (up to far past
+    every Gaussian) carry the whole mixture: the truncation Z_k(r) gives back the mass below
+    the grid."""
+    stds = [spread * (1 + i) for i in range(len(means))]
+    mog = NumeralMoG(4, means, stds, max_r=2).double()
+    h = torch.randn(3, 4, dtype=torch.float64)
+    grid = torch.arange(0, int(80 * 10**r)) / 10**r
+    rs = torch.full((len(grid),), r)
+    lp = torch.stack([mog(h[b : b + 1].expand(len(grid), -1), grid, rs) for b in range(3)])
+    p_r = torch.softmax(mog.precision(h), -1)[:, r]
+    assert torch.allclose(lp.exp().sum(1), p_r, atol=1e-9)
+
+
+def test_mog_far_values_stay_finite() -> None:
+    """A value 10⁹ standard deviations away still gets a finite log-probability."""
+    mog = NumeralMoG(4, [0.0, 3.0], [1.0, 2.0], max_r=1).double()
+    lp = mog(torch.zeros(1, 4, dtype=torch.float64), torch.tensor([1.5e9]), torch.tensor([0]))
+    assert torch.isfinite(lp).all() and lp.item() < -1e15
+
+
+def test_spellings_of_one_value_sum_to_one() -> None:
+    """1000 and 1,000 (and 01000, 001,000, …) share the value's mass by the spelling shares."""
+    spec = tiny_spec()
+    forms = [z * "0" + s for z in range(40) for s in ("1000", "1,000")]
+    total = sum(math.exp(spec.spelling_log_prob(f)) for f in forms)
+    assert total == pytest.approx(1.0, abs=1e-12)
+    assert spec.spelling_log_prob("10,00") == -math.inf
+
+
+@pytest.mark.parametrize("name", ["combination"])
+def test_combination_sums_to_one_and_never_uses_unk_num(name) -> None:
+    head = tiny_model(name).heads["numeral"]
+    h = torch.randn(2, 16)
+    logits = head.num_logits(h)
+    assert torch.isinf(logits[:, -1]).all()
+    cat = torch.softmax(logits, -1)[:, :-1].sum(1)
+    assert torch.allclose(cat, torch.ones(2), atol=1e-6)
+    rare = head.log_prob(h, _tile(numeral_targets(head.spec, RARE[:1]), 2))
+    assert torch.isfinite(rare).all()  # an unseen numeral comes from the d-RNN, never −inf
+
+
+def test_digits_come_from_the_token_string() -> None:
+    """A 9-significant-digit numeral keeps every digit (float32 would make 123456792)."""
+    token = "123,456,789"
+    assert float(np.float32(123456789)) != 123456789.0
+    chars = char_ids(token, 16)
+    decoded = "".join(ALPHABET[c - 3] for c in chars if c >= 3)
+    assert decoded == token
+    t = numeral_targets(tiny_spec(), [token])
+    assert t.value.item() == 123456789.0 and t.value.dtype == torch.float64
+
+
+@pytest.mark.parametrize("name", NUMERAL_MODELS)
+def test_a_training_step_lowers_the_loss(name) -> None:
+    model = tiny_model(name, tie=name != "d-rnn").train()
+    spec = model.heads["numeral"].spec
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randint(0, len(spec.itos), (12, 4), generator=gen)
+    y = torch.randint(0, len(spec.itos), (12, 4), generator=gen)
+    c = torch.zeros_like(y)
+    mask = torch.ones_like(y, dtype=torch.bool)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(5):
+        loss, _, _ = model(x, y, c, mask)
+        assert torch.isfinite(loss)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+
+# -- a tiny real run: training through ``nslm train``'s loop, then the evaluation ----------
+
+
+def _write_corpus(root, rng) -> dict[str, list[str]]:
+    """train/valid/test files whose numerals differ: valid and test each hold their own."""
+    words = ["the", "dog", "was", "in", "of", "a", "cat", "and"]
+    pools = {"train": ["1", "2", "1914", "3.5", "1,000", "12"], "valid": ["777"], "test": ["4,242"]}
+    numerals = {}
+    for split in ("train", "valid", "test"):
+        lines, seen = [" = Heading = "], []
+        for _ in range(400 if split == "train" else 40):
+            pool = pools["train"] + pools[split] if split != "train" else pools["train"]
+            num = pool[rng.integers(len(pool))]
+            seen.append(num)
+            text = num.replace(",", " @,@ ").replace(".", " @.@ ")
+            before, after = " ".join(rng.choice(words, 3)), " ".join(rng.choice(words, 2))
+            lines.append(f"{before} {text} {after}")
+        (root / f"{split}.txt").write_text("\n".join(lines) + "\n")
+        numerals[split] = seen
+    return numerals
+
+
+@pytest.mark.parametrize("name", ["h-softmax", "d-rnn"])
+def test_evaluation_reads_the_split_it_is_asked_for(tmp_path, monkeypatch, name) -> None:
+    from nslm.config import load_config
+    from nslm.evaluation.numeral_models import score_numerals
+    from nslm.runs.load import load_run
+    from nslm.training.loop import train
+
+    monkeypatch.setenv("NSLM_CACHE_DIR", str(tmp_path / "cache"))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    numerals = _write_corpus(corpus, np.random.default_rng(0))
+    sets = [f"corpus={corpus}", "heads=['numeral']", f"numeral_model={name}", "emb_size=16",
+            "hidden_size=16", "num_layers=1", "digit_size=8", "batch_size=4", "bptt=10",
+            "max_steps=3", "epochs=1", "progress=false", "threads=1", "eval_batch_size=4",
+            "cutoffs=[4]", "tie_weights=true"]  # fmt: skip
+    train(load_config(None, sets), tmp_path / "run")
+    loaded = load_run(tmp_path / "run")
+    for split in ("valid", "test"):
+        scores = score_numerals(loaded, split)
+        assert scores.tokens == numerals[split]
+        assert np.isfinite(scores.log_prob).all()
+        own = {"valid": "777", "test": "4,242"}[split]
+        assert not scores.in_vocab[[t == own for t in scores.tokens]].any()
+        summary = scores.summary()
+        assert summary["n_tokens"] == len(numerals[split])
+        assert summary["num_ppl_adjusted"] > 1.0
+    if name == "h-softmax":  # closed: the unseen numeral is one <unk_num> type in the text
+        assert scores.unk[[t == "4,242" for t in scores.tokens]].all()
+
+
+def test_digit_encoding_ignores_padding() -> None:
+    from nslm.models.numeral_branches import DigitEncoder
+
+    torch.manual_seed(0)
+    enc = DigitEncoder(8, 5)
+    strings = ["7", "1,914", "3.25"]
+    narrow = torch.tensor([char_ids(s, 7) for s in strings])
+    wide = torch.tensor([char_ids(s, 20) for s in strings])
+    assert torch.allclose(enc(narrow), enc(wide), atol=1e-6)
+    assert not torch.allclose(enc(narrow[:1]), enc(narrow[1:2]))
+
+
+def test_d_rnn_score_ignores_padding() -> None:
+    head = tiny_model("d-rnn").heads["numeral"]
+    h = torch.randn(3, 16)
+    strings = ["7", "1,914", "3.25"]
+    narrow = torch.tensor([char_ids(s, 7) for s in strings])
+    wide = torch.tensor([char_ids(s, 20) for s in strings])
+    assert torch.allclose(head.drnn(h, narrow), head.drnn(h, wide), atol=1e-6)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    gold=st.lists(st.floats(0.5, 1e6), min_size=1, max_size=30),
+    factor=st.floats(0.0, 3.0),
+)
+def test_value_metrics_of_a_proportional_error(gold, factor) -> None:
+    """Predicting (1 + f)·y everywhere: every APE is 100·f, so MAPE = MdAPE = 100·f."""
+    from nslm.evaluation.value_metrics import value_metrics
+
+    y = np.array(gold)
+    got = value_metrics(y, y * (1 + factor))
+    assert got["mape"] == pytest.approx(100 * factor, rel=1e-9, abs=1e-9)
+    assert got["mdape"] == pytest.approx(100 * factor, rel=1e-9, abs=1e-9)
+    assert got["mdae"] == pytest.approx(np.median(y * factor), rel=1e-9, abs=1e-9)
+
+
+def test_value_metrics_leave_zero_gold_out_of_percentages() -> None:
+    from nslm.evaluation.value_metrics import baseline_metrics, value_metrics
+
+    got = value_metrics(np.array([0.0, 10.0, 20.0]), np.array([5.0, 15.0, 20.0]))
+    assert got["n_zero"] == 1 and got["mape"] == pytest.approx(25.0)  # (50% + 0%) / 2
+    assert got["mdae"] == 5.0
+    base = baseline_metrics(np.array([10.0, 30.0]), train_mean=20.0, train_median=10.0)
+    assert base["train_median"]["mdae"] == 10.0 and base["train_mean"]["mape"] == pytest.approx(
+        (100 + 100 / 3) / 2
+    )
