@@ -7,8 +7,8 @@ numeral is taken as its prediction and compared with the gold value (MAPE, MdAPE
 NSLM-open) the candidates are the numerals of the vocabulary: the NNLM's softmax restricted
 to them, or the NSLM's marginal Σ_c P(c | h) · P(w | c) (Eq. 4), each λ-mixed with the
 NNLM as the reported ensemble is. NSLM-open scales each class's in-vocabulary part by
-(1 − β_c) (:mod:`nslm.micro.open_vocab`); its new members, spread over whole shapes or
-over a thousand years, are never a mode, so the candidates are the same.
+(1 − β_c) (:mod:`nslm.micro.open_vocab`) and is ranked over the same candidates: its new
+members are not candidates here, so its mode is that of its in-vocabulary part.
 """
 
 from __future__ import annotations
