@@ -37,7 +37,7 @@ from nslm.data.places import PLACE_CLASSES, chunk_token, load_gazetteer
 from nslm.micro.classdata import Candidates, ClassData, precision_step
 from nslm.micro.history import Context
 from nslm.micro.logspace import logsumexp
-from nslm.micro.model import MicroModel, metric_matrix, normalised_log_pdf
+from nslm.micro.model import MicroModel, metric_matrix, normalised_log_pdf, smooth
 from nslm.micro.open_numbers import NumberShapes, rounded_spellings, shape_of
 
 FIRST_YEAR, LAST_YEAR = 1000, 2099  # data/numbers.py is_year_shaped
@@ -103,10 +103,7 @@ class _Enumerated:
         if ok.any():
             m = metric_matrix(self.metric, self.members, ctx.rows(ok))
             log_q = normalised_log_pdf(self.pdf, m)
-            eps = self.epsilon
-            out[ok] = (
-                np.logaddexp(np.log1p(-eps) + log_q, np.log(eps) - np.log(n)) if eps else log_q
-            )
+            out[ok] = smooth(log_q, -np.log(n), self.epsilon)  # ε with the uniform, as Eq. 1
         return out
 
 
