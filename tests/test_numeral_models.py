@@ -34,14 +34,16 @@ def tiny_spec() -> NumeralSpec:
     )  # fmt: skip
 
 
-def tiny_model(name: str, tie: bool = True, cutoffs: tuple = (4, 8)) -> LanguageModel:
+def tiny_model(
+    name: str, tie: bool = True, cutoffs: tuple = (4, 8), spec: NumeralSpec | None = None
+) -> LanguageModel:
     cfg = build_config({
         "heads": ["numeral"], "numeral_model": name, "emb_size": 16, "hidden_size": 16,
         "num_layers": 1, "digit_size": 8, "cutoffs": list(cutoffs), "tie_weights": tie,
         "dropout": 0.0,
     })  # fmt: skip
     torch.manual_seed(0)
-    spec = tiny_spec()
+    spec = spec or tiny_spec()
     return LanguageModel(cfg, len(spec.itos), None, spec).eval()
 
 
@@ -161,6 +163,38 @@ def test_combination_sums_to_one_and_never_uses_unk_num(name) -> None:
     assert torch.allclose(cat, torch.ones(2), atol=1e-6)
     rare = head.log_prob(h, _tile(numeral_targets(head.spec, RARE[:1]), 2))
     assert torch.isfinite(rare).all()  # an unseen numeral comes from the d-RNN, never −inf
+
+
+def test_from_corpus_priors_are_the_training_shares() -> None:
+    """log_prior: each kept numeral's share of the numeral tokens, the rest on <unk_num>;
+    numeral_share: the numerals' share of all training tokens."""
+    from types import SimpleNamespace
+
+    itos = ["the", "1914", "2", "7", "dog"]
+    train = [0, 1, 1, 1, 2, 2, 3, 4, 4, 0, 0, 0]  # 1914 ×3, 2 ×2, 7 ×1 (rare: <unk_num>)
+    counts = np.bincount(train, minlength=len(itos))
+    corpus = SimpleNamespace(vocab=SimpleNamespace(itos=itos, counts=counts),
+                             train=SimpleNamespace(token_ids=np.array(train)))  # fmt: skip
+    spec = NumeralSpec.from_corpus(corpus, min_count=2, levels=2)
+    assert spec.numerals == ["1914", "2"]
+    assert np.allclose(np.exp(spec.log_prior), [3 / 6, 2 / 6, 1 / 6])
+    assert spec.numeral_share == pytest.approx(6 / 12)
+
+
+@pytest.mark.parametrize("name", ["softmax", "h-softmax"])
+def test_a_fresh_head_starts_at_the_training_priors(name) -> None:
+    """Before any training, P(numeral) ≈ the numerals' training share (the flat softmax's
+    word biases are random, hence the tolerance) and P(n | numeral) = their priors; from
+    default biases the flat softmax put most of its mass on numerals and stalled."""
+    spec = tiny_spec()
+    spec.log_prior = np.log([0.3, 0.2, 0.2, 0.1, 0.1, 0.05, 0.05]).tolist()
+    spec.numeral_share = 0.03
+    head = tiny_model(name, spec=spec).heads["numeral"]
+    nums = numeral_targets(spec, IN_VOCAB + RARE[:1])
+    with torch.no_grad():
+        p = head.log_prob(torch.zeros(len(IN_VOCAB) + 1, 16), nums).exp()
+    assert float(p.sum()) == pytest.approx(0.03, rel=0.15)
+    assert np.allclose((p / p.sum()).numpy(), np.exp(spec.log_prior), atol=1e-6)
 
 
 def test_digits_come_from_the_token_string() -> None:

@@ -13,7 +13,7 @@ loses digits past ~7 significant figures (a bug of the original release).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -68,6 +68,10 @@ class NumeralSpec:
     candidates: list[str]  # the value-prediction candidates (in-vocabulary ∪ quantiles)
     train_mean: float  # the baselines of value prediction
     train_median: float
+    # log training share of each in-vocabulary numeral and <unk_num> among numeral tokens,
+    # and the numerals' share of all tokens: the output layers start from these priors
+    log_prior: list[float] = field(default_factory=list)
+    numeral_share: float = 0.0
 
     @property
     def unk_num(self) -> int:
@@ -83,6 +87,8 @@ class NumeralSpec:
         tokens = [itos[i] for i in train.token_ids.tolist() if is_number(itos[i])]
         values = np.array([number_value(t) for t in tokens], dtype=np.float64)
         means, stds = fit_kernels(values, levels)
+        kept = counts[[i for i, t in enumerate(itos) if is_number(t) and counts[i] >= min_count]]
+        shares = np.append(kept, max(len(tokens) - kept.sum(), 1)) / max(len(tokens), 1)
         return cls(
             itos=itos,
             numerals=numerals,
@@ -95,6 +101,8 @@ class NumeralSpec:
             candidates=value_candidates(numerals, tokens),
             train_mean=float(values.mean()),
             train_median=float(np.median(values)),
+            log_prior=np.log(shares).tolist(),
+            numeral_share=len(tokens) / max(len(train.token_ids), 1),
         )
 
     def to_json(self) -> dict:

@@ -102,7 +102,12 @@ class NumeralInput(nn.Module):
     """The input embedding of their models (Sec. 3.2): a word reads its token embedding; a
     numeral mixes its token embedding e_t with the digit encoding e_d of its string through a
     gate, g = σ(W·[e_t; e_d] + b), e = (1 − g)·e_t + g·e_d (their release's input gate).
-    With tying, the token embeddings are the output layers' rows (Press & Wolf 2017)."""
+    With tying, the token embeddings are the output layers' rows (Press & Wolf 2017).
+
+    The digit encoding is rescaled to the token embedding's norm: it gives the direction,
+    e_t the scale. Unscaled, Adam grows the encoder's output layer until numeral inputs are
+    ~20× the words' (RMS 0.90 against 0.04 after 60 steps of configs/table4-softmax.toml),
+    the LSTM saturates and the train loss stays at the unigram plateau (docs/numerals.md)."""
 
     def __init__(self, tables: NumeralTables, words: nn.Module, nums: nn.Module, digit_size: int,
                  dim: int) -> None:  # fmt: skip
@@ -120,6 +125,8 @@ class NumeralInput(nn.Module):
             types, inverse = torch.unique(ids, return_inverse=True)  # encode each type once
             e_d = self.digits(self.tables.chars[types])[inverse]
             e_t = self.nums(self.tables.num[ids])
+            scale = e_t.norm(dim=-1, keepdim=True) / e_d.norm(dim=-1, keepdim=True).clamp_min(1e-6)
+            e_d = e_d * scale
             g = torch.sigmoid(self.gate(torch.cat([e_t, e_d], dim=-1)))
             out = out.index_put((at,), ((1 - g) * e_t + g * e_d).to(out.dtype))
         return out.reshape(*x.shape, -1)
@@ -163,6 +170,31 @@ class NumeralHead(nn.Module):
             self.mog = NumeralMoG(in_dim, spec.mog_means, spec.mog_stds, spec.max_precision)
         if model == "combination":
             self.gate = nn.Linear(in_dim, 1)
+        if spec.log_prior:
+            self._start_from_priors()
+
+    @torch.no_grad()
+    def _start_from_priors(self) -> None:
+        """Output biases at the training priors, so the first steps learn context, not counts.
+
+        From default biases the flat softmax starts with its K numeral logits beside the
+        ~1,000 of the word head, ~75% of the mass on numerals that are ~3% of the tokens. The
+        first gradients then drive h into saturation to push every numeral down at once, and
+        the LSTM stays at the unigram plateau (docs/numerals.md). Here a numeral's logit
+        starts at log P(n | numeral) plus, in the flat softmax, the offset that gives the
+        numerals their training share q against the head's logits near 0; the branch of the
+        hierarchical models starts at (log(1 − q), log q).
+        """
+        q = min(max(self.spec.numeral_share, 1e-6), 0.5)
+        if hasattr(self, "num_out"):
+            bias = torch.tensor(self.spec.log_prior, dtype=self.num_out.bias.dtype)
+            if self.model in FLAT:
+                a = getattr(self.words, "adaptive", None)
+                n_head = a.head.out_features if a is not None else self.words.n_out
+                bias += math.log(q / (1 - q) * n_head)
+            self.num_out.bias.copy_(bias)
+        if hasattr(self, "branch"):
+            self.branch.bias.copy_(torch.tensor([math.log(1 - q), math.log(q)]))
 
     @property
     def has_unk(self) -> bool:
