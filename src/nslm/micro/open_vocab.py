@@ -74,8 +74,7 @@ def as_candidates(strings: Sequence[str], values, coords) -> Candidates:
 class _Enumerated:
     """q_c over the enumerated O_c \\ V_c: the micro-model's metric ∘ PDF on the new members."""
 
-    def __init__(self, micro: MicroModel, strings, values, coords) -> None:
-        known = set(micro.cls.candidates.strings)
+    def __init__(self, micro: MicroModel, known: frozenset[str], strings, values, coords):
         keep = np.array([s not in known for s in strings], dtype=bool)
         self.strings = tuple(s for s, k in zip(strings, keep, strict=True) if k)
         self.index = {s: i for i, s in enumerate(self.strings)}
@@ -117,13 +116,13 @@ class OpenClass:
         self.escape = float(escape)
         self.shapes = shapes
         listed = open_members(self.cls.name)
-        known = set(self.cls.candidates.strings)
+        self.known = frozenset(self.cls.candidates.strings)  # V_c
         self.enumerated = None
         if listed is not None:
-            if all(s in known for s in listed[0]):  # every US state is in V_<state>
+            if all(s in self.known for s in listed[0]):  # every US state is in V_<state>
                 self.escape = 0.0  # no new member: nothing to escape to, P_open = P_MM
             else:
-                self.enumerated = _Enumerated(micro, *listed)
+                self.enumerated = _Enumerated(micro, self.known, *listed)
 
     @classmethod
     def fit(cls, micro: MicroModel) -> OpenClass:
@@ -170,11 +169,10 @@ class OpenClass:
     def matches(self, ctx: Context) -> list[set[str]]:
         """Per row: the strings outside V_c the binary micro-model accepts, among every
         rounding of every target of the row (:func:`rounded_spellings`)."""
-        known = set(self.cls.candidates.strings)
         out = []
         for i in range(len(ctx)):
             targets = ctx.convert_target[i]
-            spelled = sorted({s for t in targets for s in rounded_spellings(float(t))} - known)
+            spelled = sorted({s for t in targets for s in rounded_spellings(float(t))} - self.known)
             spelled = [s for s in spelled if shape_of(s) is not None]
             if not spelled:
                 out.append(set())
