@@ -37,6 +37,7 @@ from nslm.evaluation.best_column import COLUMN, CONTEXT, BestSource
 from nslm.evaluation.cache import cache_probs_grid
 from nslm.evaluation.cache_column import CacheGrid, CacheSource
 from nslm.evaluation.context_column import ContextSource
+from nslm.evaluation.mixture_weights import class_next_rates, history_buckets
 from nslm.evaluation.ngram_columns import ngram_source
 from nslm.evaluation.report import evaluate_run, objective_mask, render
 from nslm.micro.pipeline import micro_log_probs
@@ -63,7 +64,8 @@ def evaluate(loaded, micro, context, objective: str) -> tuple[dict, BestSource]:
     the table objective only: on every valid position that grid takes ~10 minutes."""
     scorer = loaded.scorer(keep_features=True)
     ctx = None if context is None else ContextSource(scorer, context)
-    best = BestSource(scorer, ctx)
+    rates = class_next_rates(loaded.corpus.train, len(loaded.corpus.vocab))
+    best = BestSource(scorer, ctx, rates=rates)
     sources = [s for s in (ctx, ngram_source(5, micro=micro)(loaded), best) if s is not None]
     if objective == "table":
         sources.insert(len(sources) - 1, CacheSource(scorer, CACHE_GRID))  # before best
@@ -72,7 +74,7 @@ def evaluate(loaded, micro, context, objective: str) -> tuple[dict, BestSource]:
     return result, best
 
 
-def time_best(loaded, micro, context, ngram, choice) -> float:
+def time_best(loaded, micro, context, ngram, choice, rates) -> float:
     """Seconds for NSLM-best on test at its tuned parameters, from a fresh scorer."""
     test = loaded.corpus.test
     t0 = time.perf_counter()
@@ -90,7 +92,8 @@ def time_best(loaded, micro, context, ngram, choice) -> float:
     grid = cache_probs_grid(got.features[1:], tokens, [choice.window], [choice.theta],
                             dtype=torch.float32)  # fmt: skip
     neural[1:] = grid[(choice.window, choice.theta)].numpy()
-    choice.mix(models, choice.caches(test, got.features[1:], neural))
+    buckets = history_buckets(test.token_ids, rates) if choice.bucket_weights else None
+    choice.mix(models, choice.caches(test, got.features[1:], neural), buckets)
     return time.perf_counter() - t0
 
 
@@ -173,10 +176,13 @@ def main() -> None:
     log("timing NSLM-best against an NNLM-only scoring of test, alternating")
     ngram = ngram_source(5, micro=micro)(loaded)  # read back from RUN/ngram
     timed = {"one model": model, **per_table}
+    rates = bests["global"].rates  # the history buckets' r(v), from the training split
     passes = []
     for k in range(args.repeats):
         row = {"nnlm": time_nnlm(loaded)}
-        row.update({a: time_best(loaded, micro, context, ngram, c) for a, c in timed.items()})
+        row.update(
+            {a: time_best(loaded, micro, context, ngram, c, rates) for a, c in timed.items()}
+        )
         passes.append(row)
         log(f"  pass {k + 1}: " + ", ".join(f"{a} {s:.2f} s" for a, s in row.items()))
     fastest = {a: min(p[a] for p in passes) for a in passes[0]}

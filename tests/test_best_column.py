@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from helpers import copy_run
 from nslm.cli import main
-from nslm.evaluation.best_column import COLUMN, blend_log_probs, fit_weights
+from nslm.evaluation.best_column import COLUMN
+from nslm.evaluation.mixture_weights import blend_log_probs, fit_weights
 from nslm.perplexity import perplexity
 
 SLICE = 5_000
@@ -118,6 +119,10 @@ def test_cli_best_column(run: Path, capsys: pytest.CaptureFixture) -> None:
         assert best["components"][:2] == ["NNLM", "NSLM-pure"]
         assert best["components"][-3:] == ["cache", "class cache", "unigram cache"]
         assert sum(best["weights"]) == pytest.approx(1.0, abs=1e-9)
+        # one weight vector per history bucket, each on the simplex; never worse on valid
+        assert len(best["bucket_weights"]) == len(best["bucket_edges"]) + 1
+        assert all(sum(w) == pytest.approx(1.0, abs=1e-9) for w in best["bucket_weights"])
+        assert best["valid_ppl"] <= best["valid_ppl_pooled"] * (1 + 1e-9)
         assert best["window"] in (100, 400) and best["theta"] in (0.5, 1.0)
         assert set(best["valid_ppl_by_window"]) == {"100", "400"}
         # the optimum of a concave problem: no worse on valid than any one of its models

@@ -77,10 +77,12 @@ def eval_tables(
         sources.insert(0, context_source)
     if best is not None:  # after every model it mixes, before the rarity recorder that reads it
         from nslm.evaluation.best_column import BestSource
+        from nslm.evaluation.mixture_weights import class_next_rates
         from nslm.evaluation.rarity import RarityRecorder
 
         last = len(sources) - bool(sources and isinstance(sources[-1], RarityRecorder))
-        sources.insert(last, BestSource(scorer, context_source, best))
+        rates = class_next_rates(loaded.corpus.train, len(loaded.corpus.vocab))
+        sources.insert(last, BestSource(scorer, context_source, best, rates))
     # every token counted too (open vocabulary): the texts with their token strings
     open_texts = plain if plain is not None else own_texts(loaded, ("valid", *splits))
     results = {}

@@ -10,15 +10,18 @@ with P_k among the NNLM (paper Eq. 2), the NSLM of Eq. 4 with the plain micro-mo
 (Grave et al. 2017, Eq. 2), the class cache and the unigram cache
 (:mod:`nslm.evaluation.long_caches`), which reach further back at a fraction of its cost.
 Each component is a distribution over the same outcomes at every position, and the weights
-do not depend on the word, so the mixture is one too. Where a cache's window is still empty
-(a split's first positions), its weight is spread over the others in proportion.
+do not depend on the word, so the mixture is one too. Given the training split's rates, the
+weights depend on the history's bucket (how often its last token precedes a class token in
+training; :mod:`nslm.evaluation.mixture_weights`), so after "in" the caches of class tokens
+may weigh more than after "the". Where a cache's window is still empty (a split's first
+positions), its weight is spread over the others in proportion.
 
-The weights are the maximum-likelihood mixture on validation, found by EM (Dempster, Laird
-& Rubin 1977; the way SRILM's ``compute-best-mix`` tunes interpolated LMs): a concave
-problem, so EM climbs to its optimum from the uniform start. Each cache's window (and θ) is
-chosen on the same positions by grid, one EM per grid point, one cache after the other
-(neural, class, unigram), each with the ones before it fixed. As for every λ of the tables,
-the tuning positions are the table's aggregate (or Global with ``--lambda-objective global``).
+The weights are the maximum-likelihood mixture on validation, found by EM
+(:mod:`nslm.evaluation.mixture_weights`). Each cache's window (and θ) is chosen on the same
+positions by grid, one EM per grid point, one cache after the other (neural, class,
+unigram), each with the ones before it fixed and one weight vector for every history; the
+buckets' own weights are fitted last. As for every λ of the tables, the tuning positions are
+the table's aggregate (or Global with ``--lambda-objective global``).
 """
 
 from __future__ import annotations
@@ -35,7 +38,14 @@ from nslm.evaluation.cache_column import CacheGrid, CacheSource
 from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.context_column import ContextSource
 from nslm.evaluation.long_caches import class_cache_probs, unigram_cache_probs
-from nslm.micro.logspace import logsumexp
+from nslm.evaluation.mixture_weights import (
+    EDGES,
+    blend_by_bucket,
+    blend_log_probs,
+    fit_bucket_weights,
+    fit_weights,
+    history_buckets,
+)
 from nslm.perplexity import perplexity
 from nslm.scores.passes import Scorer
 
@@ -51,57 +61,6 @@ CONTEXT = "NSLM-context-pure"
 BEST_GRID = CacheGrid(windows=(250, 500, 1000), thetas=(0.25, 0.5, 0.75, 1.0))
 CLASS_GRID = CacheGrid(windows=(2000, 5000, 10000, 20000), thetas=(0.25, 0.5, 0.75, 1.0))
 UNIGRAM_WINDOWS = (1000, 3000, 10000)
-
-
-def fit_weights(log_probs: np.ndarray, iters: int = 200, tol: float = 1e-7) -> np.ndarray:
-    """Mixture weights maximising Σ_t log Σ_k π_k P_k(w_t) (EM; ``log_probs``: (K, T)),
-    until the mean log-likelihood gains less than ``tol`` nats (perplexity to ~1e-7).
-
-    A missing entry (NaN: a cache with an empty window) stands for the mixture of the others
-    at that position, as :func:`blend_log_probs` scores it, refreshed at every step.
-    """
-    k = log_probs.shape[0]
-    missing = np.isnan(log_probs)
-    weights = np.full(k, 1.0 / k)
-    previous = -math.inf
-    for _ in range(iters):
-        filled = log_probs
-        if missing.any():
-            filled = np.where(missing, blend_log_probs(log_probs, weights)[None, :], log_probs)
-        with np.errstate(divide="ignore"):  # a weight that reached 0 stays 0
-            joint = filled + np.log(weights)[:, None]
-        total = logsumexp(joint, axis=0)
-        weights = np.exp(joint - total).mean(axis=1)  # E step and M step in one line
-        mean = float(total.mean())
-        if mean - previous < tol:
-            break
-        previous = mean
-    weights /= weights.sum()
-    # EM nears an optimum on the simplex's edge only slowly: a single model may still be
-    # likelier than where it stopped, and then it is the answer (so the mixture is never
-    # worse on the tuning positions than any one of its parts)
-    if not missing.any():
-        alone = log_probs.mean(axis=1)
-        if alone.max() > blend_log_probs(log_probs, weights).mean():
-            weights = np.eye(k)[int(alone.argmax())]
-    return weights
-
-
-def blend_log_probs(log_probs: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """log Σ_k π_k P_k(w_t) per position (``log_probs``: (K, T), NaN = component missing).
-
-    A missing component's weight goes to the others in proportion; a position the first
-    component (the NNLM) does not score stays unscored (NaN), as in every other column.
-    """
-    present = ~np.isnan(log_probs)
-    # a weight EM drove to 0 is kept at 1e-300: where only such components are present
-    # (the cache alone missing, the rest at 0), they share the position, and it is scored
-    log_w = np.log(np.maximum(np.asarray(weights, dtype=np.float64), 1e-300))[:, None]
-    out = logsumexp(np.where(present, log_probs + log_w, -math.inf), axis=0)
-    with np.errstate(invalid="ignore"):  # −inf − (−inf) where nothing is present: NaN below
-        out -= logsumexp(np.where(present, log_w, -math.inf), axis=0)
-    out[~present[0]] = math.nan
-    return out
 
 
 def _log(p: np.ndarray) -> np.ndarray:
@@ -123,6 +82,11 @@ class BestChoice:
     valid_ppl_components: dict[str, float]  # each model alone, same positions
     valid_ppl_by_window: dict[int, float] = field(default_factory=dict)  # neural, best θ
     valid_ppl_by_class_window: dict[int, float] = field(default_factory=dict)
+    # per history bucket (mixture_weights.EDGES), the weights in ``components`` order; none:
+    # ``weights`` everywhere. valid_ppl_pooled: the tuning positions with ``weights`` alone
+    bucket_weights: tuple[tuple[float, ...], ...] = ()
+    bucket_edges: tuple[float, ...] = EDGES
+    valid_ppl_pooled: float = math.nan
 
     def caches(self, split: Split, hidden: torch.Tensor, neural: np.ndarray) -> dict:
         """The three caches' p(w_t) at every position of ``split``, given the neural one
@@ -137,11 +101,16 @@ class BestChoice:
         unigram[1:] = unigram_cache_probs(split.token_ids, self.unigram_window, every)
         return {CACHE: neural, CLASS_CACHE: in_class, UNIGRAM_CACHE: unigram}
 
-    def mix(self, models: dict[str, np.ndarray], caches: dict[str, np.ndarray]) -> np.ndarray:
-        """log P_best(w_t | h) per position, from the models' scores and the caches' p."""
+    def mix(
+        self, models: dict[str, np.ndarray], caches: dict[str, np.ndarray], buckets=None
+    ) -> np.ndarray:
+        """log P_best(w_t | h) per position, from the models' scores, the caches' p and the
+        positions' history buckets (:func:`history_buckets`; needed with bucket weights)."""
         parts = {**models, **{n: _log(p) for n, p in caches.items()}}
         stacked = np.stack([parts[c] for c in self.components])
-        return blend_log_probs(stacked, np.array(self.weights))
+        if not self.bucket_weights:
+            return blend_log_probs(stacked, np.array(self.weights))
+        return blend_by_bucket(stacked, buckets, np.array(self.bucket_weights))
 
     def recipe(self) -> str:
         parts = [f"{w:.3f}·{n}" for n, w in zip(self.components, self.weights, strict=True)]
@@ -149,7 +118,8 @@ class BestChoice:
             f" (cache window {self.window}, θ {self.theta:g}; class cache window "
             f"{self.class_window}, θ {self.class_theta:g}; unigram cache window "
             f"{self.unigram_window})"
-        )
+        ) + (f"; weights per history bucket, {len(self.bucket_weights)} buckets of r(w_prev)"
+             if self.bucket_weights else "")  # fmt: skip
 
 
 def _best_of(models_at: np.ndarray, options: dict) -> tuple[Any, np.ndarray, float, dict]:
@@ -171,13 +141,20 @@ def _best_of(models_at: np.ndarray, options: dict) -> tuple[Any, np.ndarray, flo
 
 class BestSource(ColumnSource):
     """Adds the "NSLM-best" column; tuned on the first call of a table (valid), applied on
-    the second. ``context`` is the run's NSLM-context source, whose Eq. 4 it mixes in."""
+    the second. ``context`` is the run's NSLM-context source, whose Eq. 4 it mixes in;
+    ``rates``, r(v) of every vocabulary id (:func:`class_next_rates` of the run's training
+    split), gives the history buckets (none without it)."""
 
     def __init__(
-        self, scorer: Scorer, context: ContextSource | None = None, grid: CacheGrid = BEST_GRID
+        self,
+        scorer: Scorer,
+        context: ContextSource | None = None,
+        grid: CacheGrid = BEST_GRID,
+        rates: np.ndarray | None = None,
     ) -> None:
         self.cache = CacheSource(scorer, grid)
         self.context = context
+        self.rates = rates
         self.choices: dict[str, BestChoice] = {}
         # per table, the tuning positions and NSLM-best's log-probabilities there
         self.valid_scores: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -204,7 +181,12 @@ class BestSource(ColumnSource):
             return {}
         neural = self.cache.probs(name, split, choice.window, choice.theta).numpy()
         hidden, _ = self.cache.states(split)
-        return {COLUMN: choice.mix(models, choice.caches(split, hidden, neural))}
+        caches = choice.caches(split, hidden, neural)
+        return {COLUMN: choice.mix(models, caches, self.buckets(split))}
+
+    def buckets(self, split: Split) -> np.ndarray | None:
+        """Every position's history bucket, or None without the training split's rates."""
+        return None if self.rates is None else history_buckets(split.token_ids, self.rates)
 
     def _tune(self, split: Split, models: dict[str, np.ndarray]) -> None:
         names = tuple(models)
@@ -232,11 +214,17 @@ class BestSource(ColumnSource):
                    for w in UNIGRAM_WINDOWS}  # fmt: skip
         unigram_window, weights, ppl, _ = _best_of(at, unigram)
         at = np.vstack([at, unigram[unigram_window][None, :]])
-        self.valid_scores[self._table] = (positions, blend_log_probs(at, weights))
+        pooled_ppl, per_bucket, mixed = ppl, (), blend_log_probs(at, weights)
+        if self.rates is not None:  # the buckets' own weights, last (mixture_weights)
+            buckets = self.buckets(split)[positions]
+            fitted = fit_bucket_weights(at, buckets, weights)
+            mixed = blend_by_bucket(at, buckets, fitted)
+            ppl, per_bucket = perplexity(mixed), tuple(tuple(map(float, w)) for w in fitted)
+        self.valid_scores[self._table] = (positions, mixed)
         self.choices[self._table] = BestChoice(
             (*names, CACHE, CLASS_CACHE, UNIGRAM_CACHE), tuple(map(float, weights)),
             window, theta, class_window, class_theta, unigram_window, ppl, alone,
-            by_window, by_class,
+            by_window, by_class, per_bucket, EDGES, pooled_ppl,
         )  # fmt: skip
 
     def describe(self, table: str, entry: dict[str, Any]) -> dict[str, Any]:
