@@ -197,6 +197,18 @@ def test_a_fresh_head_starts_at_the_training_priors(name) -> None:
     assert np.allclose((p / p.sum()).numpy(), np.exp(spec.log_prior), atol=1e-6)
 
 
+@pytest.mark.parametrize("name", NUMERAL_MODELS)
+def test_a_batch_without_targets_still_backpropagates(name) -> None:
+    """An epoch's last window can leave one DDP rank no target: its loss must still be part
+    of the graph (the hierarchical models once returned a bare tensor there, and a two-process
+    training stopped at the first epoch's end with "does not require grad")."""
+    model = tiny_model(name).train()
+    x = torch.zeros(3, 2, dtype=torch.long)
+    loss, _, _ = model(x, x, x, torch.zeros(3, 2, dtype=torch.bool))
+    loss.backward()
+    assert loss.requires_grad and float(loss.detach()) == 0.0
+
+
 def test_digits_come_from_the_token_string() -> None:
     """A 9-significant-digit numeral keeps every digit (float32 would make 123456792)."""
     token = "123,456,789"

@@ -264,14 +264,17 @@ class NumeralHead(nn.Module):
         if self.model in FLAT:
             return self._flat(h, t).double()
         branch = F.log_softmax(self.branch(h).double(), dim=-1)
-        out = torch.empty(len(h), dtype=torch.float64, device=h.device)
+        # built from the branch, not torch.empty: a rank whose batch holds no target (an
+        # epoch's last window) still returns a tensor of the graph, and backward runs
+        out = branch[:, 0]
         words = torch.nonzero(~t.is_num).squeeze(1)
         nums = torch.nonzero(t.is_num).squeeze(1)
         if len(words):
             lp = -self.words.nll(h[words], t.word[words]).double()
-            out[words] = branch[words, 0] + lp
+            out = out.index_put((words,), branch[words, 0] + lp)
         if len(nums):
-            out[nums] = branch[nums, 1] + self.numeral_log_prob(h[nums], t.rows(nums))
+            num_lp = branch[nums, 1] + self.numeral_log_prob(h[nums], t.rows(nums))
+            out = out.index_put((nums,), num_lp)
         return out
 
     def target_log_prob(self, h: Tensor, targets: Tensor, classes: Tensor) -> Tensor:
