@@ -11,7 +11,11 @@ import sys
 def main() -> None:
     try:
         from nslm.cli import main as cli_main
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RuntimeError) as exc:
+        from nslm.errors import caused_by_interrupt
+
+        if not caused_by_interrupt(exc):
+            raise
         print("error: interrupted", file=sys.stderr)
         sys.exit(130)
     sys.exit(cli_main())

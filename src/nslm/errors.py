@@ -32,3 +32,15 @@ def environment_message(exc: OSError) -> str | None:
     path = exc.filename2 if exc.filename2 is not None else exc.filename
     reason = exc.strerror or errno.errorcode.get(exc.errno or 0, "system error")
     return f"{path}: {reason}" if path is not None else reason
+
+
+def caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether Ctrl-C is behind ``exc``: Python re-raises a KeyboardInterrupt that lands in a
+    class body's ``__set_name__`` (a dataclass being imported) as a RuntimeError caused by it."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False

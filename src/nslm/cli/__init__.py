@@ -19,7 +19,7 @@ from nslm.cli.probe import probe_group
 from nslm.cli.report import report_command
 from nslm.cli.serve import serve_command
 from nslm.cli.train import train_command
-from nslm.errors import NslmError, environment_message
+from nslm.errors import NslmError, caused_by_interrupt, environment_message
 
 
 @click.group(
@@ -82,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         print(error_line(exc.format_message()), file=sys.stderr)
         return 2
     except (click.exceptions.Abort, KeyboardInterrupt):
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except RuntimeError as exc:  # Ctrl-C during a lazy import can arrive wrapped
+        if not caused_by_interrupt(exc):
+            raise
         print("error: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:  # a full disk, no permission, … (nslm.errors.ENVIRONMENT_ERRNOS)

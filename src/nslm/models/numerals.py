@@ -104,10 +104,8 @@ class NumeralInput(nn.Module):
     gate, g = σ(W·[e_t; e_d] + b), e = (1 − g)·e_t + g·e_d (their release's input gate).
     With tying, the token embeddings are the output layers' rows (Press & Wolf 2017).
 
-    The digit encoding is rescaled to the token embedding's norm: it gives the direction,
-    e_t the scale. Unscaled, Adam grows the encoder's output layer until numeral inputs are
-    ~20× the words' (RMS 0.90 against 0.04 after 60 steps of configs/table4-softmax.toml),
-    the LSTM saturates and the train loss stays at the unigram plateau (docs/numerals.md)."""
+    e_d is rescaled to e_t's norm (direction from the digits, scale from the token): unscaled,
+    Adam grows it to ~20× the words' inputs within 60 steps (docs/numerals.md)."""
 
     def __init__(self, tables: NumeralTables, words: nn.Module, nums: nn.Module, digit_size: int,
                  dim: int) -> None:  # fmt: skip
@@ -175,15 +173,10 @@ class NumeralHead(nn.Module):
 
     @torch.no_grad()
     def _start_from_priors(self) -> None:
-        """Output biases at the training priors, so the first steps learn context, not counts.
-
-        From default biases the flat softmax starts with its K numeral logits beside the
-        ~1,000 of the word head, ~75% of the mass on numerals that are ~3% of the tokens. The
-        first gradients then drive h into saturation to push every numeral down at once, and
-        the LSTM stays at the unigram plateau (docs/numerals.md). Here a numeral's logit
-        starts at log P(n | numeral) plus, in the flat softmax, the offset that gives the
-        numerals their training share q against the head's logits near 0; the branch of the
-        hierarchical models starts at (log(1 − q), log q).
+        """Output biases at the training priors (docs/numerals.md: from default ones the flat
+        softmax's first mass is ~75% on numerals, the LSTM saturates and never leaves the
+        unigram plateau): log P(n | numeral), plus in the flat softmax the offset giving the
+        numerals their training share q beside the head's ~0 logits; branch (log(1 − q), log q).
         """
         q = min(max(self.spec.numeral_share, 1e-6), 0.5)
         if hasattr(self, "num_out"):
