@@ -82,13 +82,16 @@ class NumeralSpec:
     def from_corpus(cls, corpus, min_count: int = 2, levels: int = 7) -> NumeralSpec:
         itos = list(corpus.vocab.itos)
         counts = np.asarray(corpus.vocab.counts)
-        numerals = [t for i, t in enumerate(itos) if is_number(t) and counts[i] >= min_count]
+        kept = [i for i, t in enumerate(itos) if is_number(t) and counts[i] >= min_count]
+        numerals = [itos[i] for i in kept]
         train = corpus.train
         tokens = [itos[i] for i in train.token_ids.tolist() if is_number(itos[i])]
         values = np.array([number_value(t) for t in tokens], dtype=np.float64)
         means, stds = fit_kernels(values, levels)
-        kept = counts[[i for i, t in enumerate(itos) if is_number(t) and counts[i] >= min_count]]
-        shares = np.append(kept, max(len(tokens) - kept.sum(), 1)) / max(len(tokens), 1)
+        # the training share of each kept numeral among numeral tokens, the rest <unk_num>'s
+        kept_counts = counts[kept].astype(np.float64)
+        rest = max(len(tokens) - kept_counts.sum(), 1.0)
+        shares = np.append(kept_counts, rest) / max(len(tokens), 1)
         return cls(
             itos=itos,
             numerals=numerals,
