@@ -33,11 +33,11 @@ import torch
 
 from machine import machine_info, timing_arguments, today
 from nslm.atomic import write_json_atomic
-from nslm.evaluation.best_column import COLUMN, CONTEXT, BestSource
+from nslm.evaluation.best_column import COLUMN, CONTEXT, BestSource, bucket_signal
 from nslm.evaluation.cache import cache_probs_grid
 from nslm.evaluation.cache_column import CacheGrid, CacheSource
 from nslm.evaluation.context_column import ContextSource
-from nslm.evaluation.mixture_weights import class_next_rates, history_buckets
+from nslm.evaluation.mixture_weights import class_next_rates
 from nslm.evaluation.ngram_columns import ngram_source
 from nslm.evaluation.report import evaluate_run, objective_mask, render
 from nslm.micro.pipeline import micro_log_probs
@@ -79,7 +79,8 @@ def time_best(loaded, micro, context, ngram, choice, rates) -> float:
     test = loaded.corpus.test
     t0 = time.perf_counter()
     scorer = loaded.scorer()
-    got = scorer.score(test, ("nnlm", "top"), features=True)
+    mass = ("class_mass",) if choice.bucket_by == "P(class|h)" else ()
+    got = scorer.score(test, ("nnlm", "top", *mass), features=True)
     models = {"NNLM": got.nnlm}
     for name, models_of in (("NSLM-pure", micro), (CONTEXT, context or {})):
         if name not in choice.components:
@@ -92,8 +93,9 @@ def time_best(loaded, micro, context, ngram, choice, rates) -> float:
     grid = cache_probs_grid(got.features[1:], tokens, [choice.window], [choice.theta],
                             dtype=torch.float32)  # fmt: skip
     neural[1:] = grid[(choice.window, choice.theta)].numpy()
-    buckets = history_buckets(test.token_ids, rates) if choice.bucket_weights else None
-    choice.mix(models, choice.caches(test, got.features[1:], neural), buckets)
+    by = choice.bucket_by
+    signal = bucket_signal(by, test, rates, got.class_mass) if by else None
+    choice.mix(models, choice.caches(test, got.features[1:], neural), signal)
     return time.perf_counter() - t0
 
 

@@ -101,8 +101,9 @@ def test_em_finds_the_known_mixture() -> None:
 
 
 @pytest.fixture(scope="module")
-def run(tiny_nslm_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_run(tiny_nslm_run, tmp_path_factory.mktemp("best") / "tiny")
+def run(tiny_nslm_each_top: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Each HNLM top level's tiny run: a shared one also gives P(class|h) buckets."""
+    return copy_run(tiny_nslm_each_top, tmp_path_factory.mktemp("best") / "tiny")
 
 
 @pytest.mark.realdata
@@ -119,10 +120,18 @@ def test_cli_best_column(run: Path, capsys: pytest.CaptureFixture) -> None:
         assert best["components"][:2] == ["NNLM", "NSLM-pure"]
         assert best["components"][-3:] == ["cache", "class cache", "unigram cache"]
         assert sum(best["weights"]) == pytest.approx(1.0, abs=1e-9)
-        # one weight vector per history bucket, each on the simplex; never worse on valid
-        assert len(best["bucket_weights"]) == len(best["bucket_edges"]) + 1
-        assert all(sum(w) == pytest.approx(1.0, abs=1e-9) for w in best["bucket_weights"])
-        assert best["valid_ppl"] <= best["valid_ppl_pooled"] * (1 + 1e-9)
+        # buckets by each signal the run has, kept only where they beat the pooled weights,
+        # then one weight vector per bucket, each on the simplex
+        tried = best["valid_ppl_by_buckets"]
+        shared = json.loads((run / "config.json").read_text()).get("hnlm_top") == "shared"
+        assert set(tried) == {"pooled", "r(w_prev)", *(["P(class|h)"] if shared else [])}
+        assert best["valid_ppl"] == min(tried.values())
+        if best["bucket_by"]:
+            assert tried[best["bucket_by"]] < tried["pooled"]
+            assert len(best["bucket_weights"]) == len(best["bucket_edges"]) + 1
+            assert all(sum(w) == pytest.approx(1.0, abs=1e-9) for w in best["bucket_weights"])
+        else:
+            assert best["bucket_weights"] == []
         assert best["window"] in (100, 400) and best["theta"] in (0.5, 1.0)
         assert set(best["valid_ppl_by_window"]) == {"100", "400"}
         # the optimum of a concave problem: no worse on valid than any one of its models

@@ -34,8 +34,14 @@ def test_rates_are_smoothed_training_shares() -> None:
 
 def test_a_position_is_bucketed_by_its_previous_token_only() -> None:
     rates = np.array([0.0, 0.05, 0.5])
-    buckets = mw.history_buckets(np.array([2, 0, 1, 2, 2]), rates, edges=(0.01, 0.1))
-    assert buckets.tolist() == [0, 2, 0, 1, 2]
+    signal = mw.previous_rates(np.array([2, 0, 1, 2, 2]), rates)
+    assert signal.tolist() == [0.0, 0.5, 0.0, 0.05, 0.5]
+    assert mw.history_buckets(signal, edges=(0.01, 0.1)).tolist() == [0, 2, 0, 1, 2]
+
+
+def test_an_unscored_position_falls_in_the_first_bucket() -> None:
+    signal = np.array([np.nan, 0.002, 0.02, 0.7])  # log Σ_c P(c | h) is NaN at position 0
+    assert mw.history_buckets(signal).tolist() == [0, 0, 2, 6]
 
 
 @settings(max_examples=50, deadline=None)

@@ -43,7 +43,7 @@ def test_shared_top_level_is_normalised_and_agrees_with_its_scores(
     for i, c in enumerate(classes.tolist()):
         pool = layout.members[c] if c else np.flatnonzero(layout.top_of_word >= 0)
         targets[i] = int(rng.choice(pool))
-    got_nnlm, got_top = hnlm.top.joint(h, targets, classes)
+    got_nnlm, got_top, got_mass = hnlm.top.joint(h, targets, classes)
     # the NNLM half is exactly the NNLM head's score (one pass, no approximation)
     want_nnlm = nnlm.target_log_prob(h, targets, classes)
     assert torch.allclose(got_nnlm, want_nnlm, atol=1e-4)
@@ -53,6 +53,9 @@ def test_shared_top_level_is_normalised_and_agrees_with_its_scores(
     want_top = top.gather(1, top_ids.unsqueeze(1)).squeeze(1)
     assert torch.allclose(got_top, want_top, atol=1e-4)
     assert torch.allclose(hnlm.top_log_prob(h, targets, classes), want_top, atol=1e-4)
+    # the class mass is the top level's Σ_c P(c | h), whatever the target
+    want_mass = torch.logsumexp(top[:, vocab:], dim=1)
+    assert torch.allclose(got_mass, want_mass, atol=1e-4)
 
 
 def test_top_level_keeps_the_nnlm_ratios_within_a_softmax_level() -> None:
@@ -79,7 +82,7 @@ def test_shared_top_trains_the_nnlm_layer_and_adds_only_tag_rows() -> None:
     h = torch.randn(5, 8)
     words = np.flatnonzero(layout.top_of_word >= 0)
     targets = torch.as_tensor(words[:5])
-    _, top = hnlm.top.joint(h, targets, torch.zeros(5, dtype=torch.long))
+    _, top, _ = hnlm.top.joint(h, targets, torch.zeros(5, dtype=torch.long))
     (-top.sum()).backward()
     assert nnlm.softmax.adaptive.head.weight.grad.abs().sum() > 0
 
@@ -109,7 +112,7 @@ def test_class_words_holding_almost_all_mass_take_the_exact_path(kind: str) -> N
         hnlm.top.tags.bias.fill_(-100.0)  # no tag mass to hide the kept words' share
     words = np.flatnonzero(layout.top_of_word >= 0)
     targets = torch.as_tensor(words[:4])
-    _, top = hnlm.top.joint(h, targets, torch.zeros(4, dtype=torch.long))
+    _, top, _ = hnlm.top.joint(h, targets, torch.zeros(4, dtype=torch.long))
     want = hnlm.top.log_prob(h).gather(1, targets.unsqueeze(1)).squeeze(1)
     assert torch.isfinite(top).all()
     assert torch.allclose(top, want, atol=1e-3)

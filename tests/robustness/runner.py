@@ -10,6 +10,7 @@ counts failures with the same code the tests assert with.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -115,7 +116,8 @@ def run_subprocess(
 
     ``file_size_limit``: no file it writes may grow past this many bytes (``RLIMIT_FSIZE``;
     Python ignores SIGXFSZ, so the write that crosses it raises OSError EFBIG, as a full disk
-    raises ENOSPC). ``interrupt_after``: send SIGINT (Ctrl-C) after this many seconds.
+    raises ENOSPC). ``interrupt_after``: send SIGINT (Ctrl-C) once the process has used this
+    many seconds of CPU (:func:`_interrupt_at_cpu_seconds`).
     """
 
     def prepare_child() -> None:
@@ -130,9 +132,7 @@ def run_subprocess(
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=prepare_child)  # fmt: skip
     if interrupt_after is not None:
-        time.sleep(interrupt_after)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
+        _interrupt_at_cpu_seconds(proc, interrupt_after)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -141,6 +141,27 @@ def run_subprocess(
         err += b"\n(timed out)"
     return Outcome(argv, proc.returncode, out.decode(errors="replace"),
                    err.decode(errors="replace"))  # fmt: skip
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (proc(5): utime, stime are the
+    14th and 15th fields of /proc/PID/stat, counted from after the command's parentheses)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _interrupt_at_cpu_seconds(proc: subprocess.Popen, cpu_seconds: float) -> None:
+    """SIGINT ``proc`` once it has used ``cpu_seconds`` of CPU: a CPU clock, not a wall one,
+    so that the signal comes past the imports (the same CPU work on a loaded machine and an
+    idle one) and inside the command's work however busy the machine. A process that leaves
+    the CPU to children (torchrun's ranks) gets it after ``4 × cpu_seconds`` of wall time."""
+    deadline = time.monotonic() + 4 * cpu_seconds
+    while proc.poll() is None:
+        with contextlib.suppress(OSError, IndexError, ValueError):  # it exited as we looked
+            if _cpu_seconds(proc.pid) >= cpu_seconds or time.monotonic() >= deadline:
+                proc.send_signal(signal.SIGINT)
+                return
+        time.sleep(0.02)
 
 
 # -- the checks ---------------------------------------------------------------------------------

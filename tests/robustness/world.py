@@ -39,13 +39,14 @@ def make_big_years_corpus(directory: Path, lines: int, seed: int = 0) -> Path:
     seconds: articles of sentences on years, numbers and a few words, seeded."""
     rng = np.random.default_rng(seed)
     words = np.array(["In", "and", "then", "From", "to", "the", "war", "city", "was", "built"])
+    years = rng.integers(1700, 2000, size=lines).tolist()
+    fillers = rng.choice(words, size=(lines, 6)).tolist()
+    counts = rng.integers(1, 99, size=lines).tolist()
     out = []
-    for i in range(lines):
+    for i, (year, filler, count) in enumerate(zip(years, fillers, counts, strict=True)):
         if i % 20 == 0:
             out.append(f" = Article {i // 20} = ")
-        year = int(rng.integers(1700, 2000))
-        filler = " ".join(rng.choice(words, size=6))
-        out.append(f" {filler} {year} and {year + 1} , {int(rng.integers(1, 99))} . ")
+        out.append(f" {' '.join(filler)} {year} and {year + 1} , {count} . ")
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "train.txt").write_text("\n".join(out) + "\n", encoding="utf-8")
     for split in ("valid", "test"):
@@ -76,6 +77,7 @@ class World:
     tagged: Path  # a tagged:DIR corpus for word+POS runs
     crnn: Path  # the CRNN of `run`'s <year> (nslm eval --crnn)
     big_corpus: Path  # a years corpus of some 2 million tokens: seconds of work to cut short
+    huge_corpus: Path  # the same of 6 million: work that outlasts the imports three times over
     medium_corpus: Path  # the same of 200,000 tokens: for runs whose micro-models are fitted
     labelled: Path  # $NSLM_DATA_DIR for the probes: synthetic sst2/ and ud-english-ewt/
     ngram: Path  # a trigram model directory of `corpus`
@@ -135,7 +137,8 @@ def build_world(root: Path) -> World:
     class_file.write_text(CLASS_FILE, encoding="utf-8")
     tagged = make_tagged_corpus(root / "tagged", (40, 10, 10))
     big = make_big_years_corpus(root / "big-years", 150_000)
+    huge = make_big_years_corpus(root / "huge-years", 450_000, seed=2)
     medium = make_big_years_corpus(root / "medium-years", 15_000, seed=1)
     return World(root, corpus, other, root / "prepared", run, other_run, byte_run,
-                 byte_run.parent / "corpus", tagged, crnn, big, medium, labelled, ngram, arpa,
-                 micro, vectors, class_file)  # fmt: skip
+                 byte_run.parent / "corpus", tagged, crnn, big, huge, medium, labelled, ngram,
+                 arpa, micro, vectors, class_file)  # fmt: skip

@@ -10,18 +10,20 @@ with P_k among the NNLM (paper Eq. 2), the NSLM of Eq. 4 with the plain micro-mo
 (Grave et al. 2017, Eq. 2), the class cache and the unigram cache
 (:mod:`nslm.evaluation.long_caches`), which reach further back at a fraction of its cost.
 Each component is a distribution over the same outcomes at every position, and the weights
-do not depend on the word, so the mixture is one too. Given the training split's rates, the
-weights depend on the history's bucket (how often its last token precedes a class token in
-training; :mod:`nslm.evaluation.mixture_weights`), so after "in" the caches of class tokens
-may weigh more than after "the". Where a cache's window is still empty (a split's first
+do not depend on the word, so the mixture is one too. The weights may depend on the
+history's bucket, a probability that a class token comes next (:mod:`~nslm.evaluation.
+mixture_weights`: the LM's own P(class | h), or how often the last token precedes a class
+token in training), so where a number is likely the caches and micro-models of class tokens
+may weigh more than elsewhere. Where a cache's window is still empty (a split's first
 positions), its weight is spread over the others in proportion.
 
 The weights are the maximum-likelihood mixture on validation, found by EM
 (:mod:`nslm.evaluation.mixture_weights`). Each cache's window (and θ) is chosen on the same
 positions by grid, one EM per grid point, one cache after the other (neural, class,
 unigram), each with the ones before it fixed and one weight vector for every history; the
-buckets' own weights are fitted last. As for every λ of the tables, the tuning positions are
-the table's aggregate (or Global with ``--lambda-objective global``).
+buckets' own weights are fitted last, for each signal the run has, and kept (with the signal)
+only where they beat the pooled weights. As for every λ of the tables, the tuning positions
+are the table's aggregate (or Global with ``--lambda-objective global``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from nslm.evaluation.mixture_weights import (
     fit_bucket_weights,
     fit_weights,
     history_buckets,
+    previous_rates,
 )
 from nslm.perplexity import perplexity
 from nslm.scores.passes import Scorer
@@ -82,11 +85,13 @@ class BestChoice:
     valid_ppl_components: dict[str, float]  # each model alone, same positions
     valid_ppl_by_window: dict[int, float] = field(default_factory=dict)  # neural, best θ
     valid_ppl_by_class_window: dict[int, float] = field(default_factory=dict)
-    # per history bucket (mixture_weights.EDGES), the weights in ``components`` order; none:
-    # ``weights`` everywhere. valid_ppl_pooled: the tuning positions with ``weights`` alone
+    # per history bucket of ``bucket_by`` (a mixture_weights.SIGNALS; "": none, ``weights``
+    # everywhere), the weights in ``components`` order; on the tuning positions, the
+    # perplexity with ``weights`` alone ("pooled") and with each signal's buckets
+    bucket_by: str = ""
     bucket_weights: tuple[tuple[float, ...], ...] = ()
     bucket_edges: tuple[float, ...] = EDGES
-    valid_ppl_pooled: float = math.nan
+    valid_ppl_by_buckets: dict[str, float] = field(default_factory=dict)
 
     def caches(self, split: Split, hidden: torch.Tensor, neural: np.ndarray) -> dict:
         """The three caches' p(w_t) at every position of ``split``, given the neural one
@@ -102,14 +107,17 @@ class BestChoice:
         return {CACHE: neural, CLASS_CACHE: in_class, UNIGRAM_CACHE: unigram}
 
     def mix(
-        self, models: dict[str, np.ndarray], caches: dict[str, np.ndarray], buckets=None
+        self, models: dict[str, np.ndarray], caches: dict[str, np.ndarray], signal=None
     ) -> np.ndarray:
-        """log P_best(w_t | h) per position, from the models' scores, the caches' p and the
-        positions' history buckets (:func:`history_buckets`; needed with bucket weights)."""
+        """log P_best(w_t | h) per position, from the models' scores, the caches' p and,
+        with bucket weights, each position's ``bucket_by`` probability (:func:`bucket_signal`)."""
         parts = {**models, **{n: _log(p) for n, p in caches.items()}}
         stacked = np.stack([parts[c] for c in self.components])
         if not self.bucket_weights:
             return blend_log_probs(stacked, np.array(self.weights))
+        if signal is None:
+            raise ValueError(f"{COLUMN}'s weights depend on {self.bucket_by}: pass it")
+        buckets = history_buckets(signal, self.bucket_edges)
         return blend_by_bucket(stacked, buckets, np.array(self.bucket_weights))
 
     def recipe(self) -> str:
@@ -118,8 +126,19 @@ class BestChoice:
             f" (cache window {self.window}, θ {self.theta:g}; class cache window "
             f"{self.class_window}, θ {self.class_theta:g}; unigram cache window "
             f"{self.unigram_window})"
-        ) + (f"; weights per history bucket, {len(self.bucket_weights)} buckets of r(w_prev)"
-             if self.bucket_weights else "")  # fmt: skip
+        ) + (f"; weights per history bucket, {len(self.bucket_weights)} buckets of "
+             f"{self.bucket_by}" if self.bucket_weights else "")  # fmt: skip
+
+
+def bucket_signal(by: str, split: Split, rates: np.ndarray | None, class_mass) -> np.ndarray:
+    """Every position's probability of a class token next, as signal ``by`` reads it
+    (:data:`~nslm.evaluation.mixture_weights.SIGNALS`): from the training split's rates
+    r(v), or from the scoring pass's ``class_mass`` (log Σ_c P(c | h))."""
+    if by == "r(w_prev)" and rates is not None:
+        return previous_rates(split.token_ids, rates)
+    if by == "P(class|h)" and class_mass is not None:
+        return np.exp(class_mass)
+    raise ValueError(f"no {by} for {split.name}: the run lacks what it is read from")
 
 
 def _best_of(models_at: np.ndarray, options: dict) -> tuple[Any, np.ndarray, float, dict]:
@@ -143,7 +162,8 @@ class BestSource(ColumnSource):
     """Adds the "NSLM-best" column; tuned on the first call of a table (valid), applied on
     the second. ``context`` is the run's NSLM-context source, whose Eq. 4 it mixes in;
     ``rates``, r(v) of every vocabulary id (:func:`class_next_rates` of the run's training
-    split), gives the history buckets (none without it)."""
+    split), gives the r(w_prev) buckets; a run whose scoring pass has ``class_mass`` gives
+    the P(class|h) ones."""
 
     def __init__(
         self,
@@ -182,11 +202,17 @@ class BestSource(ColumnSource):
         neural = self.cache.probs(name, split, choice.window, choice.theta).numpy()
         hidden, _ = self.cache.states(split)
         caches = choice.caches(split, hidden, neural)
-        return {COLUMN: choice.mix(models, caches, self.buckets(split))}
+        signal = self.signals(split).get(choice.bucket_by)
+        return {COLUMN: choice.mix(models, caches, signal)}
 
-    def buckets(self, split: Split) -> np.ndarray | None:
-        """Every position's history bucket, or None without the training split's rates."""
-        return None if self.rates is None else history_buckets(split.token_ids, self.rates)
+    def signals(self, split: Split) -> dict[str, np.ndarray]:
+        """The bucket signals this run has, by name, at every position of ``split``."""
+        class_mass = self.cache.scorer.score(split).class_mass
+        out = {}
+        for by, source in (("r(w_prev)", self.rates), ("P(class|h)", class_mass)):
+            if source is not None:
+                out[by] = bucket_signal(by, split, self.rates, class_mass)
+        return out
 
     def _tune(self, split: Split, models: dict[str, np.ndarray]) -> None:
         names = tuple(models)
@@ -214,17 +240,22 @@ class BestSource(ColumnSource):
                    for w in UNIGRAM_WINDOWS}  # fmt: skip
         unigram_window, weights, ppl, _ = _best_of(at, unigram)
         at = np.vstack([at, unigram[unigram_window][None, :]])
-        pooled_ppl, per_bucket, mixed = ppl, (), blend_log_probs(at, weights)
-        if self.rates is not None:  # the buckets' own weights, last (mixture_weights)
-            buckets = self.buckets(split)[positions]
+        # the buckets' own weights, last, for each signal; kept where they beat the pooled
+        by, per_bucket, mixed = "", (), blend_log_probs(at, weights)
+        by_buckets = {"pooled": ppl}
+        for name, signal in self.signals(split).items():
+            buckets = history_buckets(signal[positions])
             fitted = fit_bucket_weights(at, buckets, weights)
-            mixed = blend_by_bucket(at, buckets, fitted)
-            ppl, per_bucket = perplexity(mixed), tuple(tuple(map(float, w)) for w in fitted)
+            bucketed = blend_by_bucket(at, buckets, fitted)
+            by_buckets[name] = perplexity(bucketed)
+            if by_buckets[name] < ppl:
+                ppl, by, mixed = by_buckets[name], name, bucketed
+                per_bucket = tuple(tuple(map(float, w)) for w in fitted)
         self.valid_scores[self._table] = (positions, mixed)
         self.choices[self._table] = BestChoice(
             (*names, CACHE, CLASS_CACHE, UNIGRAM_CACHE), tuple(map(float, weights)),
             window, theta, class_window, class_theta, unigram_window, ppl, alone,
-            by_window, by_class, per_bucket, EDGES, pooled_ppl,
+            by_window, by_class, by, per_bucket, EDGES, by_buckets,
         )  # fmt: skip
 
     def describe(self, table: str, entry: dict[str, Any]) -> dict[str, Any]:

@@ -11,14 +11,21 @@ distribution at every position:
     P(w_t | h) = Σ_k π_k(b(h)) · P_k(w_t | h),   Σ_k π_k(b) = 1 for every bucket b
 
 Jelinek & Mercer (1980) tie the weights of deleted interpolation by buckets of the history;
-here a history's bucket is how often its last token v = w_{t−1} was followed by a class token
-(a number, a date, a place) in training, smoothed towards the overall rate r̄:
+here a history's bucket is a probability that a class token (a number, a date, a place)
+comes next, read one of two ways (:data:`SIGNALS`):
 
-    r(v) = (#{i : w_i = v, c(w_{i+1}) > 0} + α·r̄) / (#{i : w_i = v} + α)
+* ``r(w_prev)``: how often the history's last token v = w_{t−1} was followed by a class
+  token in training, smoothed towards the overall rate r̄,
 
-so after "in" (years, places) the class cache may weigh more than after "the". Each
-bucket's weights are EM's on the tuning positions of that bucket; a bucket with fewer than
-``MIN_POSITIONS`` of them keeps the pooled weights.
+      r(v) = (#{i : w_i = v, c(w_{i+1}) > 0} + α·r̄) / (#{i : w_i = v} + α)
+
+* ``P(class|h)``: the LM's own Σ_c P(c | h), the HNLM top level's mass on the class tags
+  (Eq. 3's first factor; free in the shared top level's scoring pass).
+
+So where a number or a place is likely (after "in", in a list of places) the caches and the
+micro-models may weigh more than where a plain word is. Each bucket's weights are EM's on
+the tuning positions of that bucket; a bucket with fewer than ``MIN_POSITIONS`` of them
+keeps the pooled weights.
 """
 
 from __future__ import annotations
@@ -30,8 +37,9 @@ import numpy as np
 from nslm.data.corpus import Split
 from nslm.micro.logspace import logsumexp
 
-# r(v) edges: 5 buckets, about a factor 3 apart, from "never before a class" to "mostly"
-EDGES = (0.01, 0.03, 0.1, 0.3)
+# probability edges: 7 buckets, about a factor 3 apart, from "never a class" to "mostly"
+EDGES = (0.003, 0.01, 0.03, 0.1, 0.3, 0.6)
+SIGNALS = ("r(w_prev)", "P(class|h)")
 ALPHA = 10.0  # the prior's weight in training tokens
 MIN_POSITIONS = 1000  # fewer tuning positions than this: the bucket keeps the pooled weights
 
@@ -97,11 +105,16 @@ def class_next_rates(train: Split, vocab_size: int) -> np.ndarray:
     return (hits + ALPHA * overall) / (seen + ALPHA)
 
 
-def history_buckets(token_ids: np.ndarray, rates: np.ndarray, edges=EDGES) -> np.ndarray:
-    """The bucket of every position t of a split: that of r(w_{t−1}) (position 0: bucket 0)."""
-    out = np.zeros(len(token_ids), dtype=np.int64)
-    out[1:] = np.searchsorted(np.asarray(edges), rates[np.asarray(token_ids[:-1])], side="right")
+def previous_rates(token_ids: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    """r(w_{t−1}) at every position t of a split (position 0, with no history: 0)."""
+    out = np.zeros(len(token_ids), dtype=np.float64)
+    out[1:] = rates[np.asarray(token_ids[:-1])]
     return out
+
+
+def history_buckets(signal: np.ndarray, edges=EDGES) -> np.ndarray:
+    """The bucket of every position from its probability of a class next (NaN: bucket 0)."""
+    return np.searchsorted(np.asarray(edges), np.nan_to_num(signal, nan=0.0), side="right")
 
 
 def fit_bucket_weights(

@@ -12,7 +12,7 @@ from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
 from nslm.models.numeral_vocab import NumeralSpec
 from nslm.models.numerals import attach_numeral_model
 
-PARTS = ("nnlm", "hnlm", "top")
+PARTS = ("nnlm", "hnlm", "top", "class_mass")
 
 
 def build_backbone(cfg: TrainConfig, vocab_size: int) -> nn.Module:
@@ -88,23 +88,27 @@ class LanguageModel(nn.Module):
         return self.backbone(x, state)
 
     def target_log_probs(
-        self, h: Tensor, targets: Tensor, classes: Tensor, parts: tuple[str, ...] = PARTS
+        self, h: Tensor, targets: Tensor, classes: Tensor, parts: tuple[str, ...]
     ) -> dict[str, Tensor]:
         """Per-row log-probabilities of the asked ``parts`` for features h (N, D).
 
         ``nnlm``: Eq. 2; ``hnlm``: Eq. 3; ``top``: the HNLM's top level alone, log P(c_t | h)
         at class positions and log P_top(w_t | h) at word positions (Eq. 4's neural factor).
-        With a shared top level the NNLM and the top level come from one pass over the logits.
+        ``class_mass``: log Σ_c P(c | h), the top level's mass on all tags together (a shared
+        top level only). With a shared top level the NNLM and the top level come from one
+        pass over the logits.
         """
         out: dict[str, Tensor] = {}
         hnlm = self.heads["hnlm"] if "hnlm" in self.heads else None  # noqa: SIM401 (ModuleDict)
-        need_top = "top" in parts or "hnlm" in parts
+        need_top = "top" in parts or "hnlm" in parts or "class_mass" in parts
         if hnlm is not None and hnlm.shared and need_top:
-            out["nnlm"], top = hnlm.top.joint(h, targets, classes)
+            out["nnlm"], top, out["class_mass"] = hnlm.top.joint(h, targets, classes)
         else:
             if "nnlm" in parts:
                 out["nnlm"] = self.heads["nnlm"].target_log_prob(h, targets, classes)
             top = hnlm.top_log_prob(h, targets, classes) if need_top else None
+        if "class_mass" in parts and "class_mass" not in out:
+            raise ValueError("class_mass needs an HNLM head with a shared top level")
         if "hnlm" in parts:
             out["hnlm"] = top + hnlm.within_log_prob(h, targets, classes)
         if "top" in parts:

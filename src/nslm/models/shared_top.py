@@ -116,11 +116,15 @@ class SharedTopLevel(nn.Module):
     def _tail_logits(self, k: int, h: Tensor) -> Tensor:
         return self.words.adaptive.tail[k](h).float()
 
-    def joint(self, h: Tensor, targets: Tensor, classes: Tensor) -> tuple[Tensor, Tensor]:
-        """(log P_NNLM(w_t | h), log P_top(target_t | h)) per row, from one pass over the logits.
+    def joint(self, h: Tensor, targets: Tensor, classes: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(log P_NNLM(w_t | h), log P_top(target_t | h), log Σ_c P(c | h)) per row, from one
+        pass over the logits.
 
         The top-level target is the class tag at class positions (``classes > 0``) and the
         word at word positions; a word outside V_top, or a class without a tag, gets −inf.
+        The third is the top level's mass on every tag together: how sure the model is that
+        a number, a date or a place comes next, whatever the target (free: both its terms
+        are the normaliser's).
         """
         # Shifted by the row maximum (a constant per row, so no gradient is lost by detaching
         # it): log-probabilities near 0 keep their float32 precision, as in log_softmax.
@@ -143,9 +147,8 @@ class SharedTopLevel(nn.Module):
             kept = (head_logits[rows] - log_z[rows]).masked_fill(~self.head_keep, -torch.inf)
             return torch.logsumexp(kept, dim=1)
 
-        log_z_top = torch.logaddexp(
-            _log_kept_mass(picked[:, 1:], exact), torch.logsumexp(tags, dim=1)
-        )
+        log_tags = torch.logsumexp(tags, dim=1)
+        log_z_top = torch.logaddexp(_log_kept_mass(picked[:, 1:], exact), log_tags)
         # each word's log-probability under the NNLM, and under the top level before
         # log_z_top is taken off (their cluster normalisers differ)
         in_nnlm = torch.zeros_like(word)
@@ -172,7 +175,8 @@ class SharedTopLevel(nn.Module):
             torch.where(tag_row >= 0, at_tag, minus_inf),
             torch.where(self.allowed[targets], at_word, minus_inf),
         )
-        return nnlm, top
+        class_mass = log_tags - log_z_top if self.n_tags else minus_inf
+        return nnlm, top, class_mass
 
     def nll(self, h: Tensor, top_targets: Tensor) -> Tensor:
         """−log P_top(k | h) for top-level ids (word ids < V, then the tags)."""

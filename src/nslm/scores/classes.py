@@ -21,9 +21,10 @@
 
 Both give every part the scoring pass asks for (:data:`PARTS`): ``nnlm`` (Eq. 2), ``hnlm``
 (Eq. 3; HNLM runs only), ``top`` (log P(c_t | h) at class positions, the word's top-level
-score at word positions) and ``neural`` (the score of a class position whose class has no
-micro-model: Eq. 3 for the HNLM, the NNLM's own share π(c | w) · P_NNLM(w | h) otherwise),
-and the full next-token distribution.
+score at word positions), ``neural`` (the score of a class position whose class has no
+micro-model: Eq. 3 for the HNLM, the NNLM's own share π(c | w) · P_NNLM(w | h) otherwise)
+and, from an HNLM with a shared top level, ``class_mass`` (log Σ_c P(c | h)); and the full
+next-token distribution.
 """
 
 from __future__ import annotations
@@ -96,6 +97,8 @@ class HNLMFactor(ClassFactor):
     def __init__(self, model: LanguageModel) -> None:
         self.head = model.heads["hnlm"]
         self.parts = (*(("nnlm",) if "nnlm" in model.heads else ()), "hnlm", "top", "neural")
+        if self.head.shared:  # free in the shared top level's pass (models.shared_top)
+            self.parts += ("class_mass",)
 
     @property
     def tagged(self) -> np.ndarray:

@@ -20,6 +20,8 @@ class SplitScores:
     * ``nnlm`` — log P_NNLM(w_t | h) (Eq. 2)
     * ``hnlm`` — log P_HNLM(w_t | h) (Eq. 3); None for a single-task run
     * ``top`` — log P(c_t | h) at class positions, the word's top-level score at words
+    * ``class_mass`` — log Σ_c P(c | h): how likely any class token is next (an HNLM with
+      a shared top level; NSLM-best's history buckets)
     * ``neural`` — a class position's score when its class has no micro-model
     * ``micro`` — log P_MM(w_t | c_t, w_prev) at covered class positions, NaN elsewhere
     * ``pure`` — the NSLM, Eq. 4: ``top`` + ``micro`` (``neural`` where uncovered)
@@ -33,6 +35,7 @@ class SplitScores:
     nnlm: np.ndarray | None = None
     hnlm: np.ndarray | None = None
     top: np.ndarray | None = None
+    class_mass: np.ndarray | None = None
     neural: np.ndarray | None = None
     micro: np.ndarray | None = None
     pure: np.ndarray | None = None
