@@ -42,6 +42,7 @@ from nslm.evaluation.context_column import ContextSource
 from nslm.evaluation.long_caches import class_cache_probs, unigram_cache_probs
 from nslm.evaluation.mixture_weights import (
     EDGES,
+    SIGNALS,
     blend_by_bucket,
     blend_log_probs,
     fit_bucket_weights,
@@ -203,17 +204,16 @@ class BestSource(ColumnSource):
         neural = self.cache.probs(name, split, choice.window, choice.theta).numpy()
         hidden, _ = self.cache.states(split)
         caches = choice.caches(split, hidden, neural)
-        signal = self.signals(split).get(choice.bucket_by)
+        by, class_mass = choice.bucket_by, self.cache.scorer.score(split).class_mass
+        signal = bucket_signal(by, split, self.rates, class_mass) if by else None
         return {COLUMN: choice.mix(models, caches, signal)}
 
     def signals(self, split: Split) -> dict[str, np.ndarray]:
         """The bucket signals this run has, by name, at every position of ``split``."""
         class_mass = self.cache.scorer.score(split).class_mass
-        out = {}
-        for by, source in (("r(w_prev)", self.rates), ("P(class|h)", class_mass)):
-            if source is not None:
-                out[by] = bucket_signal(by, split, self.rates, class_mass)
-        return out
+        sources = {"r(w_prev)": self.rates, "P(class|h)": class_mass}
+        return {by: bucket_signal(by, split, self.rates, class_mass)
+                for by in SIGNALS if sources[by] is not None}  # fmt: skip
 
     def _tune(self, split: Split, models: dict[str, np.ndarray]) -> None:
         names = tuple(models)
