@@ -16,6 +16,7 @@ from nslm.models.adaptive_input import TiedInput
 from nslm.models.lm import LanguageModel
 from nslm.runs.load import load_run
 from nslm.training.loop import train
+from nslm.training.precision import autocast_to, bf16_runs_on, training_precision
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
@@ -88,10 +89,13 @@ def test_tied_heads_sum_to_one(sets: list[str]) -> None:
 
 
 def test_a_tied_model_trains_under_bf16_autocast() -> None:
+    """In bfloat16 where this CPU runs it, else in the float32 a bf16 config falls back to."""
     model = tied_model("adaptive", "hnlm_top='shared'")
     words = np.flatnonzero(shared_layout(V, 3, seed=2).top_of_word >= 0)  # plain-word targets
     x = torch.as_tensor(np.random.default_rng(0).choice(words, (6, 3)))
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    precision = training_precision(True, torch.device("cpu"), announce=False)
+    assert precision == ("bfloat16" if bf16_runs_on("cpu") else "float32")
+    with autocast_to(precision, torch.device("cpu")):
         loss, stats, _ = model(x, x, torch.zeros_like(x), torch.ones_like(x, dtype=torch.bool))
     loss.backward()
     assert torch.isfinite(loss) and stats.shape == (2, 2)

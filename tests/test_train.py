@@ -24,6 +24,7 @@ from nslm.config import load_config
 from nslm.runs.load import load_run
 from nslm.scores.passes import Scorer, head_of, next_token_log_probs
 from nslm.training.loop import train
+from nslm.training.precision import bf16_runs_on
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
@@ -304,16 +305,21 @@ def test_ddp_resume_errors_are_one_line_before_any_launch(
 
 
 def test_a_bf16_run_is_evaluated_in_float32(tmp_path: Path) -> None:
-    """Trained under bf16 autocast, scored in float32: the reported test perplexity is the
-    float32 one, which a bf16 pass over the same weights does not reproduce."""
+    """Trained under bf16 autocast where this CPU runs it (else in float32, and results.json
+    says so), scored in float32: the reported test perplexity is the float32 one, which a bf16
+    pass over the same weights does not reproduce."""
     cfg = load_config(TINY, ["bf16=true", "max_steps=20", "valid_tokens=1000", "test_tokens=1500"])
     results = train(cfg, tmp_path / "run")
+    here = "bfloat16" if bf16_runs_on("cpu") else "float32"
+    assert results["precision"] == here
     loaded = load_run(tmp_path / "run")
     test = head_of(loaded.corpus.test, 1500)
     scorer = Scorer(loaded.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt)
     assert scorer.score(test).perplexity("nnlm") == pytest.approx(
         results["test_ppl_nnlm"], rel=1e-9
     )
+    if here == "float32":
+        return  # no bf16 pass to compare with on this CPU
     with torch.autocast("cpu", dtype=torch.bfloat16):
         h, _ = loaded.model.features(
             torch.from_numpy(test.token_ids[:50].astype(np.int64))[:, None]
@@ -322,3 +328,37 @@ def test_a_bf16_run_is_evaluated_in_float32(tmp_path: Path) -> None:
     with torch.autocast("cpu", dtype=torch.bfloat16):  # an outer autocast is switched off too
         inside = Scorer(loaded.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt).score(test)
     assert inside.perplexity("nnlm") == pytest.approx(results["test_ppl_nnlm"], rel=1e-6)
+
+
+# oneDNN's ISA cap hides AVX-512 (and with it bf16) from torch: a CPU without bfloat16, made
+# on any x86-64 machine, so the fallback is tested wherever the suite runs.
+NO_BF16 = {"ONEDNN_MAX_CPU_ISA": "AVX2"}
+
+
+@pytest.mark.parametrize("cpu", ["this CPU", "a CPU without bf16"])
+def test_bf16_is_asked_for_and_the_run_records_the_precision_it_used(
+    cpu: str, tmp_path: Path
+) -> None:
+    """``bf16 = true`` trains in bfloat16 where the CPU runs it; elsewhere in float32, with
+    one notice line on stderr and ``"precision": "float32"`` in results.json."""
+    env = NO_BF16 if cpu != "this CPU" else {}
+    probe = subprocess.run(
+        [sys.executable, "-c", "from nslm.training.precision import bf16_runs_on as f; "
+         "print(f('cpu'))"], env={**os.environ, **env}, capture_output=True, text=True,
+    )  # fmt: skip
+    runs_bf16 = probe.stdout.strip() == "True"
+    if env:
+        assert not runs_bf16, "the ISA cap should hide bf16"
+    run = tmp_path / "run"
+    proc = run_cli("train", str(TINY), "--set", "bf16=true", "--set", "max_steps=6",
+                   "--set", "valid_tokens=500", "--set", "test_tokens=500", "-o", str(run),
+                   env_extra=env)  # fmt: skip
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    notices = [line for line in err.splitlines() if "bfloat16" in line]
+    results = json.loads((run / "results.json").read_text())
+    if runs_bf16:
+        assert results["precision"] == "bfloat16" and notices == []
+    else:
+        assert results["precision"] == "float32"
+        assert len(notices) == 1 and "training in float32" in notices[0]

@@ -19,6 +19,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Iterator
@@ -104,41 +105,54 @@ def subprocess_env(env: dict[str, str]) -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", **env}
 
 
+@dataclass(frozen=True)
+class Interrupt:
+    """When to send Ctrl-C: once the child has marked ``stage`` in ``$NSLM_STAGE_FILE``
+    (nslm/stages.py: "handler" before its heavy imports, "command" once the command begins),
+    and then used ``cpu_seconds`` more of CPU: a CPU clock, so a busy machine delays the
+    signal as much as it delays the work, and the signal lands inside that work however
+    loaded the machine is."""
+
+    stage: str = "command"
+    cpu_seconds: float = 0.0
+
+
 def run_subprocess(
     argv: list[str],
     env: dict[str, str],
     *,
     file_size_limit: int | None = None,
-    interrupt_after: float | None = None,
+    interrupt: Interrupt | None = None,
     timeout: float = 300,
 ) -> Outcome:
     """``python -m nslm ARGV`` in a process of its own.
 
     ``file_size_limit``: no file it writes may grow past this many bytes (``RLIMIT_FSIZE``;
     Python ignores SIGXFSZ, so the write that crosses it raises OSError EFBIG, as a full disk
-    raises ENOSPC). ``interrupt_after``: send SIGINT (Ctrl-C) once the process has used this
-    many seconds of CPU (:func:`_interrupt_at_cpu_seconds`).
+    raises ENOSPC). ``interrupt``: send SIGINT (Ctrl-C) at that point of the command.
     """
 
     def prepare_child() -> None:
         # Ctrl-C as a terminal delivers it: a job started in the background (CI under
-        # nohup, `cmd &`) inherits SIGINT ignored, and Python then never raises
-        # KeyboardInterrupt
+        # nohup, `cmd &`) inherits SIGINT ignored, and nslm then leaves it ignored
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         if file_size_limit is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
 
-    proc = subprocess.Popen(nslm_command(argv), env=subprocess_env(env), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=prepare_child)  # fmt: skip
-    if interrupt_after is not None:
-        _interrupt_at_cpu_seconds(proc, interrupt_after)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        err += b"\n(timed out)"
+    with tempfile.TemporaryDirectory() as marks:
+        stages = Path(marks) / "stages"
+        proc = subprocess.Popen(nslm_command(argv), cwd=ROOT,
+                                env={**subprocess_env(env), "NSLM_STAGE_FILE": str(stages)},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=prepare_child)  # fmt: skip
+        if interrupt is not None:
+            _interrupt_when(proc, stages, interrupt, timeout)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            err += b"\n(timed out)"
     return Outcome(argv, proc.returncode, out.decode(errors="replace"),
                    err.decode(errors="replace"))  # fmt: skip
 
@@ -150,18 +164,28 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _interrupt_at_cpu_seconds(proc: subprocess.Popen, cpu_seconds: float) -> None:
-    """SIGINT ``proc`` once it has used ``cpu_seconds`` of CPU: a CPU clock, not a wall one,
-    so that the signal comes past the imports (the same CPU work on a loaded machine and an
-    idle one) and inside the command's work however busy the machine. A process that leaves
-    the CPU to children (torchrun's ranks) gets it after ``4 × cpu_seconds`` of wall time."""
-    deadline = time.monotonic() + 4 * cpu_seconds
-    while proc.poll() is None:
-        with contextlib.suppress(OSError, IndexError, ValueError):  # it exited as we looked
-            if _cpu_seconds(proc.pid) >= cpu_seconds or time.monotonic() >= deadline:
-                proc.send_signal(signal.SIGINT)
-                return
-        time.sleep(0.02)
+def _interrupt_when(
+    proc: subprocess.Popen, stages: Path, interrupt: Interrupt, timeout: float
+) -> None:
+    """SIGINT ``proc`` at ``interrupt``'s point. A process that leaves the CPU to children
+    (torchrun's ranks) gets it ``4 × cpu_seconds`` of wall time after the mark."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if interrupt.stage in stages.read_text().split():
+                break
+        time.sleep(0.01)
+    else:
+        return  # it ended (or hung) before the mark: the outcome says so
+    with contextlib.suppress(OSError, IndexError, ValueError):  # it exited as we looked
+        start = _cpu_seconds(proc.pid)
+        wall = time.monotonic() + 4 * interrupt.cpu_seconds
+        while proc.poll() is None:
+            used = _cpu_seconds(proc.pid) - start
+            if used >= interrupt.cpu_seconds or time.monotonic() >= wall:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
 
 
 # -- the checks ---------------------------------------------------------------------------------

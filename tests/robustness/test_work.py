@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from robustness.runner import error_problems, run_in_process
-from robustness.work import WORKS, Work, work_problems
+from robustness.runner import (
+    Interrupt,
+    command_line,
+    error_problems,
+    leftover_problems,
+    run_in_process,
+    run_subprocess,
+)
+from robustness.work import WORKS, Work, interrupted_problems, work_problems
 from robustness.world import World
 
 CASES = [pytest.param(work, kind, id=f"{work.command} [{kind}]")
@@ -34,3 +41,28 @@ def test_an_unreadable_input_is_one_line(world: World, tmp_path: Path) -> None:
     outcome = run_in_process(["data", "prepare", str(corpus), "--prepared-dir",
                               str(tmp_path / "prepared")], world.env)  # fmt: skip
     assert error_problems(outcome, ("train.txt", "Permission denied")) == []
+
+
+# Ctrl-C from the first moment nslm's handler is in (during torch's import) to inside the
+# work: every moment is exit 130 and one line, never a traceback or death by the signal.
+MOMENTS = [
+    Interrupt("handler", 0.0),
+    Interrupt("handler", 0.4),
+    Interrupt("handler", 1.0),
+    Interrupt("command", 0.0),
+    Interrupt("command", 0.2),
+]
+
+
+@pytest.mark.parametrize("moment", MOMENTS, ids=[f"{m.stage}+{m.cpu_seconds}s" for m in MOMENTS])
+def test_ctrl_c_at_any_moment_is_exit_130_and_one_line(
+    moment: Interrupt, world: World, tmp_path: Path
+) -> None:
+    out = tmp_path / "out" / "prepared"
+    out.parent.mkdir(parents=True)
+    argv = command_line(
+        "data prepare {huge_corpus} --classes numbers --prepared-dir {out}",
+        {**vars(world), "out": out},
+    )
+    outcome = run_subprocess(argv, world.env, interrupt=moment)
+    assert interrupted_problems(outcome) + leftover_problems(tmp_path / "out") == []

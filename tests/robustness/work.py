@@ -19,6 +19,7 @@ from pathlib import Path
 
 from robustness.inputs import toml_text
 from robustness.runner import (
+    Interrupt,
     Outcome,
     command_line,
     error_problems,
@@ -30,10 +31,9 @@ from robustness.runner import (
 from robustness.world import World
 
 WORK_KINDS = ("disk_full", "out_under_a_file", "interrupted")
-# CPU seconds before SIGINT: past the imports (torch's and nslm's take ~1.6 CPU-seconds),
-# inside the long work. A wall clock failed both ways: at 2.5 s the signal met the imports on
-# a loaded machine, at 6 s `data prepare` had finished on an idle one.
-INTERRUPT_AFTER = 3.0
+# Ctrl-C once the command has begun (its mark in $NSLM_STAGE_FILE) and worked one more
+# CPU-second: inside its long work on an idle machine and on a loaded one alike.
+IN_THE_WORK = Interrupt("command", cpu_seconds=1.0)
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def work_problems(work: Work, kind: str, world: World, folder: Path) -> list[str
         return error_problems(outcome, ("File too large",)) + leftover_problems(folder / "out")
     assert kind == "interrupted" and work.long is not None
     argv = command_for(work.long, world, out)
-    outcome = run_subprocess(argv, work_env(world), interrupt_after=INTERRUPT_AFTER)
+    outcome = run_subprocess(argv, work_env(world), interrupt=IN_THE_WORK)
     return interrupted_problems(outcome) + leftover_problems(folder / "out")
 
 

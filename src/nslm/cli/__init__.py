@@ -20,6 +20,7 @@ from nslm.cli.report import report_command
 from nslm.cli.serve import serve_command
 from nslm.cli.train import train_command
 from nslm.errors import NslmError, caused_by_interrupt, environment_message
+from nslm.stages import mark_stage
 
 
 @click.group(
@@ -34,6 +35,7 @@ def cli(ctx: click.Context) -> None:
 
     Start with 'nslm demo' (about 10 minutes on 2 cores); 'nslm COMMAND --help' for more.
     """
+    mark_stage("command")  # imports done, the command begins (nslm/__main__.py)
     if ctx.invoked_subcommand is None:  # bare `nslm`: the help, and success
         click.echo(ctx.get_help())
 

@@ -19,6 +19,7 @@ from nslm.training import distributed as dd
 from nslm.training.memory import keep_freed_memory
 from nslm.training.metrics import MetricsLog
 from nslm.training.optim import RateHalving, build_optimizer, clip_grad_norm, scheduled_lr
+from nslm.training.precision import autocast_to, training_precision
 from nslm.training.progress import Progress, stop_reason
 from nslm.training.results import training_device
 from nslm.training.task import TrainingTask, make_task
@@ -54,6 +55,9 @@ class Trainer:
         if task is None:
             task = make_task(cfg, self.rank, self.world, self.device, resume)
         self.task = task
+        # bf16 where this machine runs it, else float32 with one notice (training/precision.py),
+        # decided once the data has been read, so that bad input stays a single error line
+        self.precision = training_precision(cfg.bf16, self.device, announce=self.rank == 0)
         self.model = task.model.to(self.device)
         self.ddp = dd.wrap_model(self.model)
         self.optimizer = build_optimizer(cfg, self.model)
@@ -187,7 +191,7 @@ class Trainer:
 
     def _step(self, batch: Any) -> tuple[torch.Tensor, int]:
         """One optimizer step on ``batch``: (the loss's stats, this rank's target tokens)."""
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cfg.bf16):
+        with autocast_to(self.precision, self.device):
             loss, stats, hidden, n_tokens = self.task.loss(self.ddp, batch, self.hidden)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -282,6 +286,7 @@ class Trainer:
                 results.update(self.task.final_results())
             results["train_minutes"] = st["elapsed"] / 60
             results["train_tokens"] = st["tokens"]
+            results["precision"] = self.precision
             # Throughput of the optimisation steps alone (validation excluded).
             results["train_tokens_per_s"] = st["tokens"] / max(st.get("step_seconds", 0.0), 1e-9)
             ck.write_json_atomic(self.run_dir / "results.json", results)
