@@ -362,3 +362,16 @@ def test_bf16_is_asked_for_and_the_run_records_the_precision_it_used(
     else:
         assert results["precision"] == "float32"
         assert len(notices) == 1 and "training in float32" in notices[0]
+
+
+def test_weights_are_kept_every_n_steps(tmp_path: Path) -> None:
+    """``keep_weights_every``: RUN/kept/step-NNNNNNN.safetensors at each multiple of N (a
+    learning curve's points), each the weights of that step."""
+    cfg = load_config(TINY, ["max_steps=12", "keep_weights_every=4", "valid_tokens=500",
+                             "test_tokens=500", "eval_every=0", "checkpoint_every=0"])  # fmt: skip
+    train(cfg, tmp_path / "run")
+    kept = sorted(p.name for p in (tmp_path / "run" / "kept").glob("step-*.safetensors"))
+    assert kept == [f"step-{s:07d}.safetensors" for s in (4, 8, 12)]
+    first, last = (load_file(tmp_path / "run" / "kept" / k) for k in (kept[0], kept[-1]))
+    assert first.keys() == last.keys()
+    assert any(not torch.equal(first[k], last[k]) for k in first)  # training moved them

@@ -123,6 +123,8 @@ def _check_ranges(cfg: TrainConfig) -> None:
     marks = cfg.keep_checkpoints_at_minutes
     if any(not isinstance(m, int | float) or m <= 0 for m in marks) or marks != sorted(marks):
         raise NslmError("config key 'keep_checkpoints_at_minutes' must be increasing minutes > 0")
+    if cfg.keep_weights_every < 0:
+        raise NslmError("config key 'keep_weights_every' must be a number of steps ≥ 0")
 
 
 def _check_validation(cfg: TrainConfig) -> None:

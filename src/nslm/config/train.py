@@ -115,6 +115,9 @@ class TrainConfig:
     # checkpoints in RUN/kept/ (the latest one alone is kept otherwise): probes of how a
     # feature emerges during training read them (docs/byte-lm.md)
     keep_checkpoints_at_minutes: list[float] = field(default_factory=list)
+    # keep the weights (not a resumable checkpoint) every this many steps, in
+    # RUN/kept/step-NNNNNNN.safetensors: a learning curve is scored from them afterwards
+    keep_weights_every: int = 0
     device: str = "cpu"  # where the model trains and scores: cpu, cuda, cuda:1, …
     # logging
     progress: bool = True

@@ -260,8 +260,15 @@ class Trainer:
         return None
 
     def _keep_at_marks(self) -> None:
-        """Checkpoint and keep (RUN/kept/) when training time passes a mark not yet kept."""
+        """Checkpoint and keep (RUN/kept/) when training time passes a mark not yet kept;
+        keep the weights alone every ``keep_weights_every`` steps (learning curves)."""
         st = self.state
+        every = self.cfg.keep_weights_every
+        if every and st["step"] % every == 0 and self.rank == 0:
+            ck.save_tensors_atomic(
+                self.run_dir / "kept" / f"step-{st['step']:07d}.safetensors",
+                ck.model_tensors(self.model),
+            )
         due = [m for m in self.cfg.keep_checkpoints_at_minutes if m not in st["kept_minutes"]]
         # the same decision on every rank: rank 0's clock decides
         if not due or not dd.broadcast_floats([float(st["elapsed"] >= due[0] * 60)])[0]:
