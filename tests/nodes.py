@@ -22,6 +22,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from helpers import HANG_SECONDS
+
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.toml"
 # No dropout, so two runs of the same streams take the same steps; a checkpoint every 10
@@ -101,7 +103,7 @@ def train_one_node(run_dir: Path, max_steps: int) -> None:
     command = [sys.executable, "-m", "nslm", "train", str(TINY), *_flags(max_steps),
                "--set", "processes=2", "--run-dir", str(run_dir)]  # fmt: skip
     done = subprocess.run(command, env=_env(), cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+                          timeout=HANG_SECONDS)  # fmt: skip
     if done.returncode:
         raise RuntimeError(f"the single-node run failed:\n{done.stderr[-2000:]}")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import YEARS_TRAIN
+from helpers import HANG_SECONDS, YEARS_TRAIN
 from helpers import make_years_corpus as make_corpus
 
 PLUGIN = '''
@@ -27,7 +27,7 @@ def last_digit(cand, ctx):
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "nslm", *args],
-        capture_output=True, text=True, env=dict(os.environ), cwd=cwd, timeout=300,
+        capture_output=True, text=True, env=dict(os.environ), cwd=cwd, timeout=HANG_SECONDS,
     )  # fmt: skip
 
 

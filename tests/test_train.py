@@ -18,6 +18,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from helpers import HANG_SECONDS
 from nodes import ranks_of
 from nslm.cli import main
 from nslm.config import load_config
@@ -134,8 +135,8 @@ def test_resume_after_sigkill_gives_identical_weights(tmp_path: Path) -> None:
     killed_at = json.loads((killed_dir / "latest.json").read_text())["step"]
     assert killed_at < 120 and not (killed_dir / "results.json").exists()
     resumed = run_cli("train", "--resume", str(killed_dir))
-    assert resumed.wait(timeout=300) == 0, resumed.stderr.read() if resumed.stderr else ""
-    assert full.wait(timeout=300) == 0
+    assert resumed.wait(timeout=HANG_SECONDS) == 0, resumed.stderr.read() if resumed.stderr else ""
+    assert full.wait(timeout=HANG_SECONDS) == 0
     a, b = final_weights(tmp_path / "full"), final_weights(killed_dir)
     assert a.keys() == b.keys()
     for key in a:
@@ -174,11 +175,11 @@ def test_ddp_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
     ddp = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
          "-m", "nslm", "train", str(TINY), *flags, "--run-dir", str(tmp_path / "ddp")],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS,
     )  # fmt: skip
     assert ddp.returncode == 0, ddp.stderr[-2000:]
     single = run_cli("train", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
-    assert single.wait(timeout=300) == 0
+    assert single.wait(timeout=HANG_SECONDS) == 0
     assert_same_training(tmp_path / "ddp", tmp_path / "one", 20)
 
 
@@ -196,11 +197,11 @@ def test_ddp_ranks_take_the_same_mid_epoch_validation_and_halving_decisions(
     ddp = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
          "-m", "nslm", "train", str(TINY), *flags, "--run-dir", str(tmp_path / "ddp")],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS,
     )  # fmt: skip
     assert ddp.returncode == 0, ddp.stderr[-2000:]
     single = run_cli("train", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
-    assert single.wait(timeout=300) == 0
+    assert single.wait(timeout=HANG_SECONDS) == 0
     assert_same_training(tmp_path / "ddp", tmp_path / "one", 16)
     for run in ("ddp", "one"):
         recs = [json.loads(x) for x in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
@@ -229,10 +230,10 @@ def test_processes_key_launches_ddp_that_dies_with_it_and_resumes(tmp_path: Path
     assert not ranks_of(killed), "ranks outlived the killed launcher"
     assert not (killed / "results.json").exists()
     resumed = run_cli("train", "--resume", str(killed))
-    out, err = resumed.communicate(timeout=300)
+    out, err = resumed.communicate(timeout=HANG_SECONDS)
     assert resumed.returncode == 0, err[-2000:]
     assert json.loads(out)["steps"] == 60  # rank 0's results, printed once
-    assert single.wait(timeout=300) == 0
+    assert single.wait(timeout=HANG_SECONDS) == 0
     assert_same_training(killed, tmp_path / "one", 60)
     # The embedding's rows went to SparseAdam: its own param group, an integer step count.
     pointer = json.loads((killed / "latest.json").read_text())
@@ -353,7 +354,7 @@ def test_bf16_is_asked_for_and_the_run_records_the_precision_it_used(
     proc = run_cli("train", str(TINY), "--set", "bf16=true", "--set", "max_steps=6",
                    "--set", "valid_tokens=500", "--set", "test_tokens=500", "-o", str(run),
                    env_extra=env)  # fmt: skip
-    _, err = proc.communicate(timeout=300)
+    _, err = proc.communicate(timeout=HANG_SECONDS)
     assert proc.returncode == 0, err
     notices = [line for line in err.splitlines() if "bfloat16" in line]
     results = json.loads((run / "results.json").read_text())

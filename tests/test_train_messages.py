@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import HANG_SECONDS
 from nslm.cli import main
 
 TINY = Path(__file__).resolve().parents[1] / "configs" / "tiny.toml"
@@ -41,7 +42,7 @@ def test_launched_ranks_do_not_warn_about_unused_parameters(tmp_path: Path) -> N
     env = {k: v for k, v in os.environ.items() if k != "TORCH_CPP_LOG_LEVEL"}
     done = subprocess.run(
         [sys.executable, "-m", "nslm", "train", str(TINY), *args, "-o", str(tmp_path / "run")],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env, capture_output=True, text=True, timeout=HANG_SECONDS,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "find_unused_parameters" not in done.stderr

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from helpers import HANG_SECONDS
 from robustness.inputs import toml_text
 from robustness.runner import (
     command_line,
@@ -56,7 +57,7 @@ class KillTarget:
 
     name: str
     template: str
-    seconds_cap: float = 300  # an uninterrupted run must end in this time
+    seconds_cap: float = HANG_SECONDS  # an uninterrupted run must end in this time
 
     def command(self, world: World, out: Path) -> list[str]:
         values = {**vars(world), "out": out, "config": _train_config(world, 1),

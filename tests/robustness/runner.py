@@ -30,6 +30,8 @@ from unittest import mock
 
 import numpy as np
 
+from helpers import HANG_SECONDS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -123,7 +125,7 @@ def run_subprocess(
     *,
     file_size_limit: int | None = None,
     interrupt: Interrupt | None = None,
-    timeout: float = 300,
+    timeout: float = HANG_SECONDS,
 ) -> Outcome:
     """``python -m nslm ARGV`` in a process of its own.
 
