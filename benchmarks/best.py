@@ -69,8 +69,9 @@ def evaluate(loaded, micro, context, objective: str) -> tuple[dict, BestSource]:
     sources = [s for s in (ctx, ngram_source(5, micro=micro)(loaded), best) if s is not None]
     if objective == "table":
         sources.insert(len(sources) - 1, CacheSource(scorer, CACHE_GRID))  # before best
-    result = evaluate_run(loaded, micro, split="test", lambda_objective=objective,
-                          extra=sources, scorer=scorer)  # fmt: skip
+    result = evaluate_run(
+        loaded, micro, split="test", lambda_objective=objective, extra=sources, scorer=scorer
+    )
     return result, best
 
 
@@ -90,8 +91,9 @@ def time_best(loaded, micro, context, ngram, choice, rates) -> float:
     models.update(ngram.columns(test))
     tokens = torch.from_numpy(test.token_ids.astype(np.int64))
     neural = np.full(len(test), math.nan)
-    grid = cache_probs_grid(got.features[1:], tokens, [choice.window], [choice.theta],
-                            dtype=torch.float32)  # fmt: skip
+    grid = cache_probs_grid(
+        got.features[1:], tokens, [choice.window], [choice.theta], dtype=torch.float32
+    )
     neural[1:] = grid[(choice.window, choice.theta)].numpy()
     by = choice.bucket_by
     signal = bucket_signal(by, test, rates, got.class_mass) if by else None
@@ -108,8 +110,11 @@ def time_nnlm(loaded) -> float:
 def numbers_share(entry: dict, column: str) -> dict[str, float]:
     """Each class's share of the Numbers aggregate's log-loss under ``column``."""
     rows, tokens = entry["rows"], entry["tokens"]
-    loss = {c: tokens[c] * math.log(rows[c][column]) for c in entry["classes"]
-            if tokens.get(c) and rows[c].get(column)}  # fmt: skip
+    loss = {
+        c: tokens[c] * math.log(rows[c][column])
+        for c in entry["classes"]
+        if tokens.get(c) and rows[c].get(column)
+    }
     total = sum(loss.values())
     return {c: v / total for c, v in sorted(loss.items(), key=lambda kv: -kv[1])}
 
@@ -164,16 +169,23 @@ def main() -> None:
     tables, one = results["table"]["tables"], results["global"]["tables"]
     numbers, places = tables["numbers"], tables["places"]
     model = bests["global"].choices["numbers"]
-    per_table = {"Numbers": bests["table"].choices["numbers"],
-                 "Locations": bests["table"].choices["places"]}  # fmt: skip
+    per_table = {
+        "Numbers": bests["table"].choices["numbers"],
+        "Locations": bests["table"].choices["places"],
+    }
     rows_one = {"numbers": one["numbers"]["rows"], "places": one["places"]["rows"]}
-    test = {"Numbers": rows_one["numbers"]["Numbers"][COLUMN],
-            "Locations": rows_one["places"]["Locations"][COLUMN],
-            "Global": rows_one["numbers"]["Global"][COLUMN]}  # fmt: skip
+    test = {
+        "Numbers": rows_one["numbers"]["Numbers"][COLUMN],
+        "Locations": rows_one["places"]["Locations"][COLUMN],
+        "Global": rows_one["numbers"]["Global"][COLUMN],
+    }
     positions, valid_lp = bests["global"].valid_scores["numbers"]  # every valid position
-    valid = {agg: perplexity(valid_lp[objective_mask(loaded.corpus, loaded.corpus.valid, t,
-                                                      "table")[positions]])
-             for agg, t in (("Numbers", "numbers"), ("Locations", "places"))}  # fmt: skip
+    valid = {
+        agg: perplexity(
+            valid_lp[objective_mask(loaded.corpus, loaded.corpus.valid, t, "table")[positions]]
+        )
+        for agg, t in (("Numbers", "numbers"), ("Locations", "places"))
+    }
 
     log("timing NSLM-best against an NNLM-only scoring of test, alternating")
     ngram = ngram_source(5, micro=micro)(loaded)  # read back from RUN/ngram

@@ -42,11 +42,20 @@ def train(minutes: float, run_dir: Path) -> tuple[list[str], float]:
     marks = load_config(CONFIG).keep_checkpoints_at_minutes
     scaled = [round(m * minutes / 60, 3) for m in marks]
     command = [
-        sys.executable, "-m", "nslm", "train", str(CONFIG.relative_to(ROOT)),
-        "--set", f"max_minutes={minutes:g}", "--set", "progress=false",
-        "--set", f"keep_checkpoints_at_minutes={json.dumps(scaled)}",
-        "--run-dir", str(run_dir),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "nslm",
+        "train",
+        str(CONFIG.relative_to(ROOT)),
+        "--set",
+        f"max_minutes={minutes:g}",
+        "--set",
+        "progress=false",
+        "--set",
+        f"keep_checkpoints_at_minutes={json.dumps(scaled)}",
+        "--run-dir",
+        str(run_dir),
+    ]
     start = time.perf_counter()
     subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return command, time.perf_counter() - start
@@ -110,8 +119,15 @@ def main() -> None:
         "machine": machine_info(),
     }
     write_json_atomic(args.out, out)
-    shown = ("valid_bpb", "test_bpb", "test_accuracy", "train_minutes", "train_bytes_per_s",
-             "extract_bytes_per_s", "run_dir")  # fmt: skip
+    shown = (
+        "valid_bpb",
+        "test_bpb",
+        "test_accuracy",
+        "train_minutes",
+        "train_bytes_per_s",
+        "extract_bytes_per_s",
+        "run_dir",
+    )
     print(json.dumps({k: out[k] for k in shown}, indent=1))
 
 

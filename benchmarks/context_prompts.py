@@ -20,22 +20,45 @@ from nslm.generation.predict import DEFAULT_PROMPT, predict
 # ("other", [places named]) or None
 PROMPTS: list[tuple[str, str, str, tuple | None]] = [
     (DEFAULT_PROMPT, "year", "a year after 1066 (he died in 1087)", ("after", 1066)),
-    ("The war began in 1939 and lasted until", "year", "a year after 1939 (1945)",
-     ("after", 1939)),
-    ("Construction of the church started in 1887 and was completed in", "year",
-     "a year after 1887", ("after", 1887)),
-    ("The hall was opened in 1923 , although its design dated from", "year",
-     "a year before 1923", ("before", 1923)),
-    ("He retired in 1998 , having joined the club in", "year", "a year before 1998",
-     ("before", 1998)),
-    ("The band toured London , Manchester and", "city",
-     "another British city, not London or Manchester", ("other", ["London", "Manchester"])),
-    ("The storm moved from Texas into Louisiana and", "state",
-     "a neighbouring state, not Texas or Louisiana", ("other", ["Texas", "Louisiana"])),
-    ("The river flows through Germany , Austria and", "country",
-     "a neighbour on the river, not Germany or Austria", ("other", ["Germany", "Austria"])),
+    ("The war began in 1939 and lasted until", "year", "a year after 1939 (1945)", ("after", 1939)),
+    (
+        "Construction of the church started in 1887 and was completed in",
+        "year",
+        "a year after 1887",
+        ("after", 1887),
+    ),
+    (
+        "The hall was opened in 1923 , although its design dated from",
+        "year",
+        "a year before 1923",
+        ("before", 1923),
+    ),
+    (
+        "He retired in 1998 , having joined the club in",
+        "year",
+        "a year before 1998",
+        ("before", 1998),
+    ),
+    (
+        "The band toured London , Manchester and",
+        "city",
+        "another British city, not London or Manchester",
+        ("other", ["London", "Manchester"]),
+    ),
+    (
+        "The storm moved from Texas into Louisiana and",
+        "state",
+        "a neighbouring state, not Texas or Louisiana",
+        ("other", ["Texas", "Louisiana"]),
+    ),
+    (
+        "The river flows through Germany , Austria and",
+        "country",
+        "a neighbour on the river, not Germany or Austria",
+        ("other", ["Germany", "Austria"]),
+    ),
     ("The tower is 100 metres (", "convert", "about 330 (feet)", None),
-]  # fmt: skip
+]
 
 TOP = 5
 

@@ -58,8 +58,14 @@ def main() -> None:
     out_path = args.out or RESULTS / f"{variant}.json"
     both, only = VARIANTS[variant]
     # The two runs train side by side, one core each: one single-thread process per run.
-    common = [f"max_minutes={args.minutes}", "threads=1", "processes=1", "progress=false",
-              "checkpoint_every=0", *both]  # fmt: skip
+    common = [
+        f"max_minutes={args.minutes}",
+        "threads=1",
+        "processes=1",
+        "progress=false",
+        "checkpoint_every=0",
+        *both,
+    ]
     runs = {"plain": args.runs / f"{variant}-plain", variant: args.runs / f"{variant}-run"}
     commands = {}
     for name, run in runs.items():

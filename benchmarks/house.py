@@ -65,14 +65,20 @@ def locked() -> dict:
 
 def _setup(clone: Path, venv: Path, env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(["make", "-C", str(clone), "setup", f"VENV={venv}"], env=env, check=True,
-                   capture_output=True, timeout=1800)  # fmt: skip
+    subprocess.run(
+        ["make", "-C", str(clone), "setup", f"VENV={venv}"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
     return round(time.perf_counter() - start, 1)
 
 
 def _freeze(venv: Path) -> list[str]:
-    out = subprocess.run([str(venv / "bin" / "pip"), "freeze", "--all"], check=True,
-                         capture_output=True, text=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(venv / "bin" / "pip"), "freeze", "--all"], check=True, capture_output=True, text=True
+    ).stdout
     return out.splitlines()
 
 
@@ -80,8 +86,12 @@ def setups(work: Path) -> dict:
     """Two ``make setup`` runs of a clean clone of HEAD: cold (no pip cache), then cached."""
     clone = work / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-    head = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"],
-                          check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+    head = subprocess.run(
+        ["git", "-C", str(clone), "rev-parse", "--short", "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     cold = _setup(clone, clone / ".venv", {**os.environ, "PIP_NO_CACHE_DIR": "1"})
     cached = _setup(clone, work / "venv2", dict(os.environ))
     a, b = _freeze(clone / ".venv"), _freeze(work / "venv2")
@@ -99,11 +109,17 @@ def wheel() -> dict:
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_wheel.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    return {"wheel_ok": done.returncode == 0, "wheel_test": summary,
-            "wheel_test_seconds": round(time.perf_counter() - start, 1)}  # fmt: skip
+    return {
+        "wheel_ok": done.returncode == 0,
+        "wheel_test": summary,
+        "wheel_test_seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 def multinode(work: Path) -> dict:
@@ -132,14 +148,22 @@ def multinode(work: Path) -> dict:
 def code() -> dict:
     """The module lengths and the duplicated places of the package's source."""
     package = ROOT / "src/nslm"
-    long = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
-                  if len(p.read_text(encoding="utf-8").splitlines()) > 300)  # fmt: skip
+    long = sorted(
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if len(p.read_text(encoding="utf-8").splitlines()) > 300
+    )
     result: dict = {"modules_over_300_lines": len(long), "modules_over_300": long}
     tool = shutil.which("duplicates")
     if tool is None:  # the tool library is the project's, not a package: say it was not run
         return result | {"duplicate_pairs_src": None}
-    report = subprocess.run([tool, "--repo", str(ROOT / "src"), "--most", "50"], check=True,
-                            capture_output=True, text=True, timeout=600).stdout  # fmt: skip
+    report = subprocess.run(
+        [tool, "--repo", str(ROOT / "src"), "--most", "50"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    ).stdout
     first = report.strip().splitlines()[0] if report.strip() else ""
     found = re.match(r"(\d+) pairs? of places", first)
     pairs = int(found.group(1)) if found else 0  # "no pairs" and the like: none found
@@ -163,8 +187,12 @@ def main() -> None:
         write_json_atomic(args.out, result)
         print(args.out)
         return
-    result: dict = {"command": "python " + shlex.join(sys.argv), "date": today(),
-                    "machine": machine_info(), "locked": locked()}  # fmt: skip
+    result: dict = {
+        "command": "python " + shlex.join(sys.argv),
+        "date": today(),
+        "machine": machine_info(),
+        "locked": locked(),
+    }
     with tempfile.TemporaryDirectory(prefix="nslm-house-") as tmp:
         work = Path(tmp)
         result.update(multinode(work))

@@ -141,8 +141,13 @@ def sentiment_random_units(data: Sentiment, draws: int) -> dict:
     out = {"test_acc_all_units": data.acc, "n_features": int(data.X["train"].shape[1])}
     for k in KS:
         top = fit_units_on_dev(data.X, data.y, [data.probe.top_neurons(k).tolist()])[1]
-        random = random_baseline(lambda units: fit_units_on_dev(data.X, data.y, units)[1],
-                                 data.X["train"].shape[1], k, 1, draws)  # fmt: skip
+        random = random_baseline(
+            lambda units: fit_units_on_dev(data.X, data.y, units)[1],
+            data.X["train"].shape[1],
+            k,
+            1,
+            draws,
+        )
         out[str(k)] = {"top": top, "random": random}
     return out
 
@@ -166,10 +171,14 @@ def pos_random_units(ctx: Context, grouping: str, draws: int) -> tuple[dict, dic
 
         random = random_baseline(score, ctx.hidden, k, len(classes), draws)
         out[str(k)] = {"top": result.summary["rows"][str(k)]["acc"], "random": random}
-        space[str(k)] = {"top": result.summary["per_tag"]["SPACE"][str(k)]["acc"],
-                         "random": spread(space_accs)}  # fmt: skip
-        log(f"POS {grouping} k={k}: top {out[str(k)]['top']:.3f}, random "
-            f"{random['mean']:.3f} ± {random['sd']:.3f}")  # fmt: skip
+        space[str(k)] = {
+            "top": result.summary["per_tag"]["SPACE"][str(k)]["acc"],
+            "random": spread(space_accs),
+        }
+        log(
+            f"POS {grouping} k={k}: top {out[str(k)]['top']:.3f}, random "
+            f"{random['mean']:.3f} ± {random['sd']:.3f}"
+        )
     return out, space
 
 
@@ -182,17 +191,22 @@ def measure_random_units(ctx: Context) -> dict:
     out["pos_ungrouped"], _ = pos_random_units(ctx, "ungrouped", draws)
     out["ks"], out["pooling"] = list(KS), POOLING
     out["sizes"] = _sizes(ctx)
-    out["plot"] = plots.random_units_plot(out, ctx.args.out.with_name("neurons_random_units.png"),
-                                          ctx.args.figures / "random_units.png").name  # fmt: skip
+    out["plot"] = plots.random_units_plot(
+        out,
+        ctx.args.out.with_name("neurons_random_units.png"),
+        ctx.args.figures / "random_units.png",
+    ).name
     return out
 
 
 def _sizes(ctx: Context) -> dict:
-    return {"sst2": {s: len(ctx.sst.y[s]) for s in SPLITS},
-            "imdb": {s: len(ctx.imdb.y[s]) for s in SPLITS},
-            "imdb_last_bytes": ctx.args.imdb_last_bytes,
-            "pos_train_bytes": len(ctx.pos["grouped"][0]),
-            "pos_test_bytes": len(ctx.pos["grouped"][1])}  # fmt: skip
+    return {
+        "sst2": {s: len(ctx.sst.y[s]) for s in SPLITS},
+        "imdb": {s: len(ctx.imdb.y[s]) for s in SPLITS},
+        "imdb_last_bytes": ctx.args.imdb_last_bytes,
+        "pos_train_bytes": len(ctx.pos["grouped"][0]),
+        "pos_test_bytes": len(ctx.pos["grouped"][1]),
+    }
 
 
 def measure_selectivity(ctx: Context) -> dict:
@@ -204,22 +218,31 @@ def measure_selectivity(ctx: Context) -> dict:
         rows = probe_pos(ctrain, ctest, ks=(1, 2, 3)).summary["rows"]
         real = ctx.pos_results[grouping].summary["rows"]
         out[f"pos_{grouping}"] = {
-            k: {"acc": real[k]["acc"], "control_acc": rows[k]["acc"],
-                "selectivity": real[k]["acc"] - rows[k]["acc"]}
+            k: {
+                "acc": real[k]["acc"],
+                "control_acc": rows[k]["acc"],
+                "selectivity": real[k]["acc"] - rows[k]["acc"],
+            }
             for k in ("all", "1", "2", "3")
-        }  # fmt: skip
+        }
         log(f"selectivity {grouping}: {out[f'pos_{grouping}']}")
     data = ctx.sst
     y = {s: shuffled_labels(data.y[s], seed=i) for i, s in enumerate(SPLITS)}
     control, _ = fit_on_dev(data.X["train"], y["train"], data.X["dev"], y["dev"])
     control_acc = float(control.score(data.X["test"], y["test"]))
-    out["sst2"] = {"acc": data.acc, "control_acc": control_acc,
-                   "selectivity": data.acc - control_acc,
-                   "control": "labels of each split shuffled (seeded)"}  # fmt: skip
-    out["control_task"] = ("each word type's tag drawn once from the train words' tag "
-                           "distribution (seed 0); its bytes inherit it")  # fmt: skip
-    out["plot"] = plots.selectivity_plot(out, ctx.args.out.with_name("neurons_selectivity.png"),
-                                         ctx.args.figures / "selectivity.png").name  # fmt: skip
+    out["sst2"] = {
+        "acc": data.acc,
+        "control_acc": control_acc,
+        "selectivity": data.acc - control_acc,
+        "control": "labels of each split shuffled (seeded)",
+    }
+    out["control_task"] = (
+        "each word type's tag drawn once from the train words' tag "
+        "distribution (seed 0); its bytes inherit it"
+    )
+    out["plot"] = plots.selectivity_plot(
+        out, ctx.args.out.with_name("neurons_selectivity.png"), ctx.args.figures / "selectivity.png"
+    ).name
     return out
 
 
@@ -246,9 +269,11 @@ def ablated_scores(ctx: Context, iv) -> dict:
         scorer = Scorer(loaded.model, loaded.classes, batch_size=streams, bptt=loaded.cfg.bptt)
         bpb = float(bits_per_token(scorer.score(split).nnlm))
     pos_probe = ctx.pos_results["grouped"].probes["all"]
-    return {"sst2_acc": float(ctx.sst.probe.score(X, ctx.sst.y["test"][: len(X)])),
-            "pos_grouped_acc": float(np.mean(pos_probe.predict(test.X) == test.tags)),
-            "valid_bpb": bpb}  # fmt: skip
+    return {
+        "sst2_acc": float(ctx.sst.probe.score(X, ctx.sst.y["test"][: len(X)])),
+        "pos_grouped_acc": float(np.mean(pos_probe.predict(test.X) == test.tags)),
+        "valid_bpb": bpb,
+    }
 
 
 def measure_ablation(ctx: Context) -> dict:
@@ -268,8 +293,10 @@ def measure_ablation(ctx: Context) -> dict:
     random = {}
     for mode in ("zero", "mean"):
         for k in ks:
-            draws = [scores(rng.choice(ctx.hidden, k, replace=False).tolist(), mode)
-                     for _ in range(args.ablation_draws)]  # fmt: skip
+            draws = [
+                scores(rng.choice(ctx.hidden, k, replace=False).tolist(), mode)
+                for _ in range(args.ablation_draws)
+            ]
             random[mode, k] = {key: spread([d[key] for d in draws]) for key in draws[0]}
             log(
                 f"ablation random {mode} k={k}: "
@@ -305,8 +332,12 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=20)
     parser.add_argument("--ablation-draws", type=int, default=3)
     parser.add_argument("--bpb-bytes", type=int, default=50_000)
-    parser.add_argument("--ablation-sst-test", type=int, default=None,
-                        help="SST-2 test sentences the ablated models read [all]")  # fmt: skip
+    parser.add_argument(
+        "--ablation-sst-test",
+        type=int,
+        default=None,
+        help="SST-2 test sentences the ablated models read [all]",
+    )
     parser.add_argument("--batch-size", type=int, default=128)
     neuron_steering.arguments(parser)
     parser.add_argument("--out", type=Path, default=OUT)
@@ -319,12 +350,20 @@ def main() -> None:
         raise SystemExit(f"error: {args.run} is not a run directory")
     loaded = open_run(args.run, micro="none", byte_lm="benchmarks/neuron_interventions.py").loaded
     args.figures = args.run / "probes" / "interventions"
-    stamp = {"command": " ".join(["python", *sys.argv]), "date": today(), "run": str(args.run),
-             "hidden_size": loaded.cfg.hidden_size}  # fmt: skip
+    stamp = {
+        "command": " ".join(["python", *sys.argv]),
+        "date": today(),
+        "run": str(args.run),
+        "hidden_size": loaded.cfg.hidden_size,
+    }
     ctx = Context(loaded, args)
     # steering first: it needs the IMDB probe only, and it is the longest story
-    parts = {"steering": neuron_steering.measure, "random_units": measure_random_units,
-             "ablation": measure_ablation, "selectivity": measure_selectivity}  # fmt: skip
+    parts = {
+        "steering": neuron_steering.measure,
+        "random_units": measure_random_units,
+        "ablation": measure_ablation,
+        "selectivity": measure_selectivity,
+    }
     for name, measure in parts.items():
         if name in args.skip:
             continue
@@ -345,14 +384,22 @@ def markdown(results: dict) -> str:
     lines = []
     if "random_units" in results:
         r = results["random_units"]
-        lines += ["| probe | all units | " + " | ".join(f"top {k} / random {k}" for k in r["ks"])
-                  + " |", "|---|---:|" + "---:|" * len(r["ks"])]  # fmt: skip
+        lines += [
+            "| probe | all units | " + " | ".join(f"top {k} / random {k}" for k in r["ks"]) + " |",
+            "|---|---:|" + "---:|" * len(r["ks"]),
+        ]
         for key in ("sst2", "imdb", "pos_grouped", "pos_ungrouped", "space"):
-            cells = [f"{r[key][str(k)]['top']:.3f} / {r[key][str(k)]['random']['mean']:.3f} ± "
-                     f"{r[key][str(k)]['random']['sd']:.3f}" for k in r["ks"]]  # fmt: skip
+            cells = [
+                f"{r[key][str(k)]['top']:.3f} / {r[key][str(k)]['random']['mean']:.3f} ± "
+                f"{r[key][str(k)]['random']['sd']:.3f}"
+                for k in r["ks"]
+            ]
             all_units = r[key].get("test_acc_all_units")
-            lines.append(f"| {key} | {'' if all_units is None else f'{all_units:.3f}'} | "
-                         + " | ".join(cells) + " |")  # fmt: skip
+            lines.append(
+                f"| {key} | {'' if all_units is None else f'{all_units:.3f}'} | "
+                + " | ".join(cells)
+                + " |"
+            )
         lines.append("")
     if "selectivity" in results:
         s = results["selectivity"]
@@ -362,11 +409,16 @@ def markdown(results: dict) -> str:
         ]
         for key in ("pos_grouped", "pos_ungrouped"):
             for k, row in s[key].items():
-                lines.append(f"| {key} | {k} | {row['acc']:.3f} | {row['control_acc']:.3f} | "
-                             f"{row['selectivity']:+.3f} |")  # fmt: skip
+                lines.append(
+                    f"| {key} | {k} | {row['acc']:.3f} | {row['control_acc']:.3f} | "
+                    f"{row['selectivity']:+.3f} |"
+                )
         row = s["sst2"]
-        lines += [f"| sst2 (shuffled labels) | all | {row['acc']:.3f} | {row['control_acc']:.3f} "
-                  f"| {row['selectivity']:+.3f} |", ""]  # fmt: skip
+        lines += [
+            f"| sst2 (shuffled labels) | all | {row['acc']:.3f} | {row['control_acc']:.3f} "
+            f"| {row['selectivity']:+.3f} |",
+            "",
+        ]
     if "ablation" in results:
         a = results["ablation"]
 
@@ -374,13 +426,18 @@ def markdown(results: dict) -> str:
             get = (lambda k: row[k]["mean"]) if key else (lambda k: row[k])
             return f"{get('sst2_acc'):.3f} / {get('pos_grouped_acc'):.3f} / {get('valid_bpb'):.3f}"
 
-        lines += ["| ablated | SST-2's top k | POS's top k | k random units |",
-                  "|---|---|---|---|", f"| none | {cell(a['none'])} | | |"]  # fmt: skip
+        lines += [
+            "| ablated | SST-2's top k | POS's top k | k random units |",
+            "|---|---|---|---|",
+            f"| none | {cell(a['none'])} | | |",
+        ]
         for name in a["sst2"]:
             mode, k = name.split("_")
-            lines.append(f"| {mode}, k = {k} | {cell(a['sst2'][name]['top'])} | "
-                         f"{cell(a['pos_grouped'][name]['top'])} | "
-                         f"{cell(a['sst2'][name]['random'], 'mean')} |")  # fmt: skip
+            lines.append(
+                f"| {mode}, k = {k} | {cell(a['sst2'][name]['top'])} | "
+                f"{cell(a['pos_grouped'][name]['top'])} | "
+                f"{cell(a['sst2'][name]['random'], 'mean')} |"
+            )
         lines += [
             "",
             "(each cell: SST-2 accuracy / POS grouped accuracy / valid bits per byte)",

@@ -124,11 +124,18 @@ def positive_control(ctx, beta: float, place: str = "hidden", probe: bool = Fals
     name = "output:0123456789 (mean digit row − mean row)"
     if probe:
         name = f"digit probe on the cell state, w/σ (balanced accuracy {balanced:.3f})"
-    return {"direction": name, "place": place,
-            "norm": float(np.linalg.norm(d[place])), "beta": beta, "samples": n,
-            "sample_bytes": ctx.args.sample_bytes, "target_fraction_none": none,
-            "target_fraction_plus": plus, "target_fraction_random": rand,
-            "passes": plus >= 5 * none and 0.5 * none <= rand <= 2 * none}  # fmt: skip
+    return {
+        "direction": name,
+        "place": place,
+        "norm": float(np.linalg.norm(d[place])),
+        "beta": beta,
+        "samples": n,
+        "sample_bytes": ctx.args.sample_bytes,
+        "target_fraction_none": none,
+        "target_fraction_plus": plus,
+        "target_fraction_random": rand,
+        "passes": plus >= 5 * none and 0.5 * none <= rand <= 2 * none,
+    }
 
 
 class Judge:
@@ -137,9 +144,10 @@ class Judge:
     def __init__(self, n_train: int) -> None:
         train = read_imdb("train")
         texts, labels = train.texts, train.labels
-        splits = {"train": type(train)(texts[:n_train], labels[:n_train]),
-                  "dev": type(train)(texts[n_train : n_train + 500],
-                                     labels[n_train : n_train + 500])}  # fmt: skip
+        splits = {
+            "train": type(train)(texts[:n_train], labels[:n_train]),
+            "dev": type(train)(texts[n_train : n_train + 500], labels[n_train : n_train + 500]),
+        }
         (self.vectorizer, self.model), self.C, self.dev_acc, _ = bow_classifier(splits)
 
     def positive(self, samples: list[bytes]) -> np.ndarray:
@@ -150,10 +158,13 @@ class Judge:
 def condition(ctx, iv, n: int, seed: int) -> dict:
     samples = draw(ctx, iv, n, seed)
     positive = ctx.judge.positive(samples)
-    return {"positive_fraction": float(positive.mean()),
-            "interval95": wilson(int(positive.sum()), n),
-            "bpb": intact_bpb(ctx.loaded, ctx.prime, samples), "samples": n,
-            "example": samples[0].split(b"\n")[0].decode("utf-8", "replace")[:200]}  # fmt: skip
+    return {
+        "positive_fraction": float(positive.mean()),
+        "interval95": wilson(int(positive.sum()), n),
+        "bpb": intact_bpb(ctx.loaded, ctx.prime, samples),
+        "samples": n,
+        "example": samples[0].split(b"\n")[0].decode("utf-8", "replace")[:200],
+    }
 
 
 def sentiment_direction(ctx) -> dict[str, np.ndarray]:
@@ -201,16 +212,32 @@ def measure(ctx) -> dict:
     sentiment["plus"] = condition(ctx, steer(ctx, d, alpha), n, seed=2)
     sentiment["random_minus"] = condition(ctx, steer(ctx, rand, -alpha), n, seed=2)
     sentiment["random_plus"] = condition(ctx, steer(ctx, rand, alpha), n, seed=2)
-    sentiment.update(samples=n, prime=PRIME.decode(), alpha=alpha, intervention=(
-        "IMDB probe direction w/σ (mean_cell_hidden): cell half added to the cell, hidden "
-        "half to the hidden state, times α, at every step"),
-        judge={"kind": "TF-IDF uni+bigrams + logistic regression", "train_reviews":
-               args.bow_train, "C": ctx.judge.C, "dev_acc": ctx.judge.dev_acc})  # fmt: skip
+    sentiment.update(
+        samples=n,
+        prime=PRIME.decode(),
+        alpha=alpha,
+        intervention=(
+            "IMDB probe direction w/σ (mean_cell_hidden): cell half added to the cell, hidden "
+            "half to the hidden state, times α, at every step"
+        ),
+        judge={
+            "kind": "TF-IDF uni+bigrams + logistic regression",
+            "train_reviews": args.bow_train,
+            "C": ctx.judge.C,
+            "dev_acc": ctx.judge.dev_acc,
+        },
+    )
     out["sentiment"] = sentiment
     m = args.attempt_samples
     for scale in (4.0, 16.0):
-        out["attempts"].append(pair(ctx, lambda s, a=scale * alpha: steer(ctx, d, s * a), m,
-                                    f"probe direction, α × {scale:g}"))  # fmt: skip
+        out["attempts"].append(
+            pair(
+                ctx,
+                lambda s, a=scale * alpha: steer(ctx, d, s * a),
+                m,
+                f"probe direction, α × {scale:g}",
+            )
+        )
     cand = {"candidate": d["cell"]}
     for scale in (1.0, 8.0):
         out["attempts"].append(
@@ -223,8 +250,14 @@ def measure(ctx) -> dict:
         )
     for place in ("cell", "hidden"):
         half = {place: d[place]}
-        out["attempts"].append(pair(ctx, lambda s, a=4 * alpha, h=half: steer(ctx, h, s * a), m,
-                                    f"probe direction, {place} half only, α × 4"))  # fmt: skip
+        out["attempts"].append(
+            pair(
+                ctx,
+                lambda s, a=4 * alpha, h=half: steer(ctx, h, s * a),
+                m,
+                f"probe direction, {place} half only, α × 4",
+            )
+        )
     for k, value in ((1, 3.0), (3, 3.0), (3, 10.0)):
         units = top_units(ctx, k)
         out["attempts"].append(
@@ -253,34 +286,52 @@ def sample_figure(ctx, d: dict[str, np.ndarray], alpha: float) -> str:
         values.append(neuron_values(cells[1:], unit))
     titles = ["unsteered", f"steered + (α = {alpha:.3g}, probe direction)"]
     path = ctx.args.out.with_name("neurons_steered_sample.png")
-    plots.coloured_texts_png(texts, values, titles, path, ctx.args.figures / "steered_sample.png",
-                             f"tanh of unit {unit}'s cell state")  # fmt: skip
+    plots.coloured_texts_png(
+        texts,
+        values,
+        titles,
+        path,
+        ctx.args.figures / "steered_sample.png",
+        f"tanh of unit {unit}'s cell state",
+    )
     return path.name
 
 
 def markdown(s: dict) -> str:
     """The steering figures as tables."""
-    lines = ["| positive control | place | β | digits none | digits + | digits random | passes |",
-             "|---|---|---:|---:|---:|---:|---|"]  # fmt: skip
-    controls = [s["positive_control"]] + [a["positive_control"] for a in s["attempts"]
-                                           if "positive_control" in a]  # fmt: skip
+    lines = [
+        "| positive control | place | β | digits none | digits + | digits random | passes |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    controls = [s["positive_control"]] + [
+        a["positive_control"] for a in s["attempts"] if "positive_control" in a
+    ]
     for c in controls:
-        lines.append(f"| {c['direction'].split(' (')[0]} | {c['place']} | {c['beta']:g} | "
-                     f"{c['target_fraction_none']:.4f} | {c['target_fraction_plus']:.4f} | "
-                     f"{c['target_fraction_random']:.4f} | {c['passes']} |")  # fmt: skip
-    lines += ["", "| sentiment condition | positive | 95% interval | bpb (intact model) | n |",
-              "|---|---:|---|---:|---:|"]  # fmt: skip
+        lines.append(
+            f"| {c['direction'].split(' (')[0]} | {c['place']} | {c['beta']:g} | "
+            f"{c['target_fraction_none']:.4f} | {c['target_fraction_plus']:.4f} | "
+            f"{c['target_fraction_random']:.4f} | {c['passes']} |"
+        )
+    lines += [
+        "",
+        "| sentiment condition | positive | 95% interval | bpb (intact model) | n |",
+        "|---|---:|---|---:|---:|",
+    ]
     sentiment = s["sentiment"]
     for name in ("minus", "none", "plus", "random_minus", "random_plus"):
         c = sentiment[name]
-        lines.append(f"| {name} | {c['positive_fraction']:.3f} | {c['interval95'][0]:.3f}–"
-                     f"{c['interval95'][1]:.3f} | {c['bpb']:.3f} | {c['samples']} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {c['positive_fraction']:.3f} | {c['interval95'][0]:.3f}–"
+            f"{c['interval95'][1]:.3f} | {c['bpb']:.3f} | {c['samples']} |"
+        )
     for a in s["attempts"]:
         if "setting" not in a:
             continue
         for sign in ("minus", "plus"):
             c = a[sign]
-            lines.append(f"| {a['setting']}, {sign} | {c['positive_fraction']:.3f} | "
-                         f"{c['interval95'][0]:.3f}–{c['interval95'][1]:.3f} | {c['bpb']:.3f} | "
-                         f"{c['samples']} |")  # fmt: skip
+            lines.append(
+                f"| {a['setting']}, {sign} | {c['positive_fraction']:.3f} | "
+                f"{c['interval95'][0]:.3f}–{c['interval95'][1]:.3f} | {c['bpb']:.3f} | "
+                f"{c['samples']} |"
+            )
     return "\n".join(lines)

@@ -58,11 +58,18 @@ def valid_bpb(loaded, n_bytes: int) -> float:
 
 def probe_point(loaded, args: argparse.Namespace) -> dict:
     """The emergence probes of one set of weights."""
-    sst = pipeline.sentiment(loaded, None, n_train=args.emergence_sst_train, bow=False,
-                             batch_size=args.batch_size)  # fmt: skip
-    pos = pipeline.pos(loaded, None, train_bytes=args.emergence_pos_train_bytes,
-                       n_test=args.emergence_pos_test, groupings=("grouped",), ks=(),
-                       batch_size=args.batch_size)  # fmt: skip
+    sst = pipeline.sentiment(
+        loaded, None, n_train=args.emergence_sst_train, bow=False, batch_size=args.batch_size
+    )
+    pos = pipeline.pos(
+        loaded,
+        None,
+        train_bytes=args.emergence_pos_train_bytes,
+        n_test=args.emergence_pos_test,
+        groupings=("grouped",),
+        ks=(),
+        batch_size=args.batch_size,
+    )
     return {
         "valid_bpb": valid_bpb(loaded, args.bpb_bytes),
         "sst_all_acc": sst["all_acc"],
@@ -88,12 +95,16 @@ def emergence(run: Path, args: argparse.Namespace) -> list[dict]:
 
 
 def table(points: list[dict]) -> str:
-    lines = ["| minutes | bytes | valid bits/byte | SST-2 all | SST-2 one neuron | POS grouped |",
-             "|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "| minutes | bytes | valid bits/byte | SST-2 all | SST-2 one neuron | POS grouped |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
     for p in points:
-        lines.append(f"| {p['minutes']:g} | {p['bytes']:,} | {p['valid_bpb']:.3f} | "
-                     f"{p['sst_all_acc']:.3f} | {p['sst_one_neuron_acc']:.3f} | "
-                     f"{p['pos_grouped_all_acc']:.3f} |")  # fmt: skip
+        lines.append(
+            f"| {p['minutes']:g} | {p['bytes']:,} | {p['valid_bpb']:.3f} | "
+            f"{p['sst_all_acc']:.3f} | {p['sst_one_neuron_acc']:.3f} | "
+            f"{p['pos_grouped_all_acc']:.3f} |"
+        )
     return "\n".join(lines)
 
 
@@ -118,19 +129,30 @@ def main() -> None:
     loaded = open_run(args.run, micro="none", byte_lm="benchmarks/neurons.py").loaded
     probes = args.run / "probes"
     log("SST-2")
-    sst = pipeline.sentiment(loaded, probes / "sentiment-sst2", batch_size=args.batch_size,
-                             log=log)  # fmt: skip
+    sst = pipeline.sentiment(loaded, probes / "sentiment-sst2", batch_size=args.batch_size, log=log)
     log("SST-2, raw")
-    sst_raw = pipeline.sentiment(loaded, None, batch_size=args.batch_size, bow=False, raw=True,
-                                 log=log)  # fmt: skip
+    sst_raw = pipeline.sentiment(
+        loaded, None, batch_size=args.batch_size, bow=False, raw=True, log=log
+    )
     log(f"IMDB (last {args.imdb_last_bytes} bytes)")
-    imdb = pipeline.sentiment(loaded, probes / "sentiment-imdb", dataset="imdb",
-                              last_bytes=args.imdb_last_bytes, n_train=args.imdb_train,
-                              n_test=args.imdb_test, batch_size=args.batch_size,
-                              log=log)  # fmt: skip
+    imdb = pipeline.sentiment(
+        loaded,
+        probes / "sentiment-imdb",
+        dataset="imdb",
+        last_bytes=args.imdb_last_bytes,
+        n_train=args.imdb_train,
+        n_test=args.imdb_test,
+        batch_size=args.batch_size,
+        log=log,
+    )
     log(f"POS ({args.pos_train_bytes:,} train bytes)")
-    pos = pipeline.pos(loaded, probes / "pos", train_bytes=args.pos_train_bytes,
-                       batch_size=args.batch_size, log=log)  # fmt: skip
+    pos = pipeline.pos(
+        loaded,
+        probes / "pos",
+        train_bytes=args.pos_train_bytes,
+        batch_size=args.batch_size,
+        log=log,
+    )
     grouped, ungrouped = pos["grouped"], pos["ungrouped"]
     points = [] if args.no_emergence else emergence(args.run, args)
     png = args.out.with_name(args.out.stem + "_emergence.png")

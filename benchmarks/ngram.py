@@ -97,8 +97,10 @@ def worker_raw(order: int) -> dict:
 def run_worker(kind: str, order: int) -> dict:
     out = subprocess.run(
         [sys.executable, __file__, "--worker", kind, "--order", str(order)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

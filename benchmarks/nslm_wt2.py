@@ -49,9 +49,14 @@ from nslm.runs.open import open_run
 from nslm.training.loop import train
 
 RESULTS = Path(__file__).parent / "results" / "nslm_wt2.json"
-TARGETS = {"ratio_numbers": 0.60, "ratio_locations": 0.37, "eval_cost_ratio": 1.25,
-           "ratio_numbers_context": 0.90, "ratio_year_context": 0.85,
-           "ratio_locations_context": 1.0}  # fmt: skip
+TARGETS = {
+    "ratio_numbers": 0.60,
+    "ratio_locations": 0.37,
+    "eval_cost_ratio": 1.25,
+    "ratio_numbers_context": 0.90,
+    "ratio_year_context": 0.85,
+    "ratio_locations_context": 1.0,
+}
 
 
 def log(text: str) -> None:
@@ -136,8 +141,10 @@ def main() -> None:
     t_pure = min(r["nslm_pure_seconds"] for r in runs)
     if context is not None:  # NNLM-only and NSLM-context passes alternate in the same calls
         lam_ctx = result["tables"]["numbers"]["lambda_context"]
-        runs_ctx = [scorer.time_eval(loaded.corpus.test, context, lam_ctx)
-                    for _ in range(args.timing_repeats)]  # fmt: skip
+        runs_ctx = [
+            scorer.time_eval(loaded.corpus.test, context, lam_ctx)
+            for _ in range(args.timing_repeats)
+        ]
 
     tables = result["tables"]
     numbers, places = tables["numbers"], tables["places"]

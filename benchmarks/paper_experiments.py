@@ -97,8 +97,14 @@ def main() -> None:
         path = RESULTS / f"{variant}.json"
         if path.is_file():
             measured = json.loads(path.read_text())
-            keep = ("command", "date", "minutes_each", f"ratio_{variant}_to_plain", "plain",
-                    variant)  # fmt: skip
+            keep = (
+                "command",
+                "date",
+                "minutes_each",
+                f"ratio_{variant}_to_plain",
+                "plain",
+                variant,
+            )
             out[variant] = {k: measured[k] for k in keep}
         else:
             why = f"run benchmarks/grounded.py --variant {variant} first"
@@ -111,8 +117,10 @@ def main() -> None:
     elif earlier and earlier.get("status") != "not run":
         # Table 8's own run does not depend on the run gathered here: keep its last figures,
         # with the command and date they were measured by
-        measured = earlier.get("measured") or {"command": previous.get("command"),
-                                               "date": previous.get("date")}  # fmt: skip
+        measured = earlier.get("measured") or {
+            "command": previous.get("command"),
+            "date": previous.get("date"),
+        }
         out["single_task_awd"] = {**earlier, "measured": measured}
     else:
         out["single_task_awd"] = {"status": "not run", "why": "give --single-task-run"}

@@ -26,10 +26,21 @@ RESULTS = Path(__file__).parent / "results" / "prepare.json"
 def timed_prepare(cache: Path) -> float:
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "nslm", "data", "prepare", "wikitext-2", "--classes", "all",
-         "--cache-dir", str(cache)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "nslm",
+            "data",
+            "prepare",
+            "wikitext-2",
+            "--classes",
+            "all",
+            "--cache-dir",
+            str(cache),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return time.perf_counter() - start
 
 

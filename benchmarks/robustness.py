@@ -68,8 +68,7 @@ def run_battery(world, folder: Path) -> dict:
             problems = work_problems(work, kind, world, folder / "work")
             if problems:
                 failures.append({"case": f"{work.command} [{kind}]", "problems": problems})
-    return {"per_command": dict(sorted(per_command.items())), "failures": failures,
-            "known": known}  # fmt: skip
+    return {"per_command": dict(sorted(per_command.items())), "failures": failures, "known": known}
 
 
 def run_kills(world, folder: Path, points: int) -> dict:
@@ -82,8 +81,9 @@ def run_kills(world, folder: Path, points: int) -> dict:
         count = max(1, points // 2) if "processes" in target.name else points
         moments = kill_points(zlib.crc32(target.name.encode()), count, seconds)
         for i, moment in enumerate(moments):
-            killed, problems = kill_point_problems(target, world, folder / f"kill-{i}",
-                                                   moment, expected)  # fmt: skip
+            killed, problems = kill_point_problems(
+                target, world, folder / f"kill-{i}", moment, expected
+            )
             tried[target.name] = tried.get(target.name, 0) + int(killed)
             if problems:
                 at = "while writing" if moment is None else f"{moment} s"
@@ -105,8 +105,12 @@ def seeds(folder: Path, world) -> None:
 def fuzz_one(target: str, seconds: float, seed_dir: Path, crash_dir: Path) -> tuple[int, str]:
     """Fuzz ``target`` in a process of its own (libFuzzer ends the process it runs in):
     (inputs tried, engine). Each crash is a file in ``crash_dir``."""
-    options = {"--fuzz-target": target, "--fuzz-seconds": seconds, "--seed-dir": seed_dir,
-               "--crash-dir": crash_dir}  # fmt: skip
+    options = {
+        "--fuzz-target": target,
+        "--fuzz-seconds": seconds,
+        "--seed-dir": seed_dir,
+        "--crash-dir": crash_dir,
+    }
     command = [sys.executable, __file__, *(str(x) for pair in options.items() for x in pair)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds * 3 + 300)
     runs = re.search(r"Done (\d+) runs", done.stderr)
@@ -120,8 +124,9 @@ def fuzz_one(target: str, seconds: float, seed_dir: Path, crash_dir: Path) -> tu
 def fuzz_main(target: str, seconds: float, seed_dir: Path, crash_dir: Path) -> None:
     """The fuzz process: atheris over ``target``, or hypothesis when atheris is missing."""
     crash_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="nslm-fuzz-", dir="/dev/shm" if Path("/dev/shm").is_dir()
-                                 else None))  # fmt: skip
+    work = Path(
+        tempfile.mkdtemp(prefix="nslm-fuzz-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None)
+    )
     try:
         import atheris
     except ImportError:
@@ -146,8 +151,16 @@ def fuzz_main(target: str, seconds: float, seed_dir: Path, crash_dir: Path) -> N
             (crash_dir / f"{name}.txt").write_text(traceback.format_exc())
 
     if atheris is not None:
-        atheris.Setup([sys.argv[0], f"-max_total_time={int(seconds)}", "-max_len=8192",
-                       "-rss_limit_mb=4096", str(seed_dir)], one)  # fmt: skip
+        atheris.Setup(
+            [
+                sys.argv[0],
+                f"-max_total_time={int(seconds)}",
+                "-max_len=8192",
+                "-rss_limit_mb=4096",
+                str(seed_dir),
+            ],
+            one,
+        )
         atheris.Fuzz()  # ends the process, printing "Done N runs in S second(s)"
     tried = hypothesis_fuzz(one, seconds, seed_dir)
     print(f"hypothesis tried {tried}", file=sys.stderr)
@@ -165,8 +178,13 @@ def hypothesis_fuzz(one, seconds: float, seed_dir: Path) -> int:
     calls = 0
 
     def batch(n: int) -> None:
-        @settings(max_examples=n, deadline=None, database=None, derandomize=False,
-                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @settings(
+            max_examples=n,
+            deadline=None,
+            database=None,
+            derandomize=False,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(st.one_of(st.binary(max_size=8192), spliced))
         def each(data: bytes) -> None:
             nonlocal calls
@@ -222,8 +240,9 @@ def main() -> None:
         fuzz: dict[str, int] = {}
         engine = "none"
         for target in FUZZ_TARGETS:
-            fuzz[target], engine = fuzz_one(target, args.fuzz_seconds, root / "seeds",
-                                            root / "crashes")  # fmt: skip
+            fuzz[target], engine = fuzz_one(
+                target, args.fuzz_seconds, root / "seeds", root / "crashes"
+            )
         tracebacks = [p.read_text() for p in (root / "crashes").glob("*.txt")]
     crashes = sorted({crash_signature(text) for text in tracebacks})
     result = {

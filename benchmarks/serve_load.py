@@ -108,8 +108,12 @@ def main() -> None:
     parser.add_argument("--run", type=Path, required=True)
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=20)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                        help="nslm serve --workers [one per core]")  # fmt: skip
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="nslm serve --workers [one per core]",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     texts = prompts(args.requests)

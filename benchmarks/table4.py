@@ -46,9 +46,15 @@ from table4_parts import PROMPTS, ewt_text, value_figures
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # the config names of benchmarks/table4_numerals.py → the paper's Table 4 names
-PAPER_NAMES = {"softmax": "softmax", "softmax-rnn": "softmax+RNN", "h-softmax": "h-softmax",
-               "h-softmax-rnn": "h-softmax+RNN", "d-rnn": "d-RNN", "mog": "MoG",
-               "combination": "combination"}  # fmt: skip
+PAPER_NAMES = {
+    "softmax": "softmax",
+    "softmax-rnn": "softmax+RNN",
+    "h-softmax": "h-softmax",
+    "h-softmax-rnn": "h-softmax+RNN",
+    "d-rnn": "d-RNN",
+    "mog": "MoG",
+    "combination": "combination",
+}
 
 
 def log(message: str) -> None:
@@ -84,18 +90,32 @@ def main() -> None:
     tables = evaluation.table("test", lams)
     values = value_figures(scorer, split, corpus, micro, open_classes, lams)
     trained = json.loads((args.run / "results.json").read_text())  # the budget, as spent
-    spent = {"minutes": trained["train_minutes"], "train_tokens": trained["train_tokens"],
-             "tokens_per_s": trained["train_tokens_per_s"]}  # fmt: skip
+    spent = {
+        "minutes": trained["train_minutes"],
+        "train_tokens": trained["train_tokens"],
+        "tokens_per_s": trained["train_tokens_per_s"],
+    }
     table = {}
     for m, rows in tables.items():
-        table[m] = {"num_ppl_adjusted": rows["Numbers"]["ppl_adjusted"],
-                    "num_ppl_in_vocab": rows["Numbers"]["ppl_in_vocab"],
-                    **values.get(m, {}), **spent}  # fmt: skip
+        table[m] = {
+            "num_ppl_adjusted": rows["Numbers"]["ppl_adjusted"],
+            "num_ppl_in_vocab": rows["Numbers"]["ppl_in_vocab"],
+            **values.get(m, {}),
+            **spent,
+        }
     numerals = json.loads(args.numerals.read_text()) if args.numerals.is_file() else None
     if numerals is not None:
         for m, fig in numerals["models"].items():
-            kept = ("num_ppl_adjusted", "num_ppl_in_vocab", "mape", "mdape", "mdae",
-                    "minutes", "train_tokens", "tokens_per_s")  # fmt: skip
+            kept = (
+                "num_ppl_adjusted",
+                "num_ppl_in_vocab",
+                "mape",
+                "mdape",
+                "mdae",
+                "minutes",
+                "train_tokens",
+                "tokens_per_s",
+            )
             table[PAPER_NAMES[m]] = {k: fig[k] for k in kept if k in fig}
     base = table.get("softmax", {}).get("num_ppl_adjusted")
     for row in table.values():
@@ -130,8 +150,10 @@ def main() -> None:
     log(f"wrote {args.out}")
     for m, row in table.items():
         change = row["change_vs_softmax"]
-        log(f"{m:<18} {row['num_ppl_adjusted']:>9.1f} {row['num_ppl_in_vocab']:>9.1f} "
-            + (f"{change:+.1%}" if change is not None else ""))  # fmt: skip
+        log(
+            f"{m:<18} {row['num_ppl_adjusted']:>9.1f} {row['num_ppl_in_vocab']:>9.1f} "
+            + (f"{change:+.1%}" if change is not None else "")
+        )
 
 
 def oov_class_figures(plain, cols: dict, split, names) -> dict:
@@ -156,8 +178,10 @@ def sums_to_one(scorer, split, micro, open_classes, names, n: int) -> float:
     rng = np.random.default_rng(0)
     positions = np.sort(rng.choice(np.arange(1, len(split)), n, replace=False))
     full = scorer.distribution_at(split, positions, micro, names)
-    contexts = {name: oc.cls.context(split, positions, oc.micro.context)
-                for name, oc in open_classes.items()}  # fmt: skip
+    contexts = {
+        name: oc.cls.context(split, positions, oc.micro.context)
+        for name, oc in open_classes.items()
+    }
     total = open_total_mass(full, open_classes, names, contexts)
     return float(np.abs(total - 1).max())
 
@@ -171,8 +195,10 @@ def ewt_figures(text, evaluation, lams: dict) -> dict:
         {names.index(n): b for n, b in evaluation.good_turing.items()}
     )
     gt = plain.ensemble(lams["NSLM-open"])[row_masks(split, names)["Numbers"]]
-    unseen = {names[c]: int((split.oov_class_mask & (split.rule_class_ids == c)).sum())
-              for c in range(1, len(names))}  # fmt: skip
+    unseen = {
+        names[c]: int((split.oov_class_mask & (split.rule_class_ids == c)).sum())
+        for c in range(1, len(names))
+    }
     return {
         "tokens": len(split),
         "oov_tokens": text.oov_tokens,

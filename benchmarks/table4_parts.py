@@ -37,8 +37,10 @@ def value_figures(scorer, split, corpus, micro: dict, open_classes: dict, lams: 
     numeral_ids = [names.index(c) for c in NUMBER_CLASSES if c in names]
     positions = np.flatnonzero(np.isin(split.rule_class_ids, numeral_ids))
     positions = positions[positions > 0]
-    models = {"NSLM": (micro["plain"], lams["NSLM"], None),
-              "NSLM-open": (micro["plain"], lams["NSLM-open"], open_classes)}  # fmt: skip
+    models = {
+        "NSLM": (micro["plain"], lams["NSLM"], None),
+        "NSLM-open": (micro["plain"], lams["NSLM-open"], open_classes),
+    }
     if "context" in micro:
         models["NSLM-context"] = (micro["context"], lams["NSLM-context"], None)
         models["NSLM-context-open"] = (micro["context"], lams["NSLM-context-open"], open_classes)

@@ -30,8 +30,16 @@ ROOT = Path(__file__).resolve().parents[1]
 TOKENS_PER_STEP = 80 * 35  # batch_size × bptt of configs/table4*.toml
 BUDGETS = {"small": 1_429, "large": 4 * 1_429}  # steps: 4.0 M and 16.0 M tokens
 KEEP_EVERY = 179  # steps: ~0.5 M tokens between the learning curves' points
-ROWS = ("nnlm", "softmax", "softmax-rnn", "h-softmax", "h-softmax-rnn", "d-rnn", "mog",
-        "combination")  # fmt: skip
+ROWS = (
+    "nnlm",
+    "softmax",
+    "softmax-rnn",
+    "h-softmax",
+    "h-softmax-rnn",
+    "d-rnn",
+    "mog",
+    "combination",
+)
 SEEDED_ROWS = ("nnlm", "softmax", "h-softmax-rnn", "d-rnn")  # seeds 1–3 at the small budget
 SEEDS = (1, 2, 3)
 

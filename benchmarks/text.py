@@ -31,45 +31,75 @@ DATA = Path(os.environ.get("NSLM_DATA_DIR", ROOT.parent / "shared" / "data"))
 # (plain English, the same written by hand in WikiText's tokens)
 PROMPTS = [
     ("The war began in 1914, and ended in", "The war began in 1914 , and ended in"),
-    ("The city had 8,600 inhabitants in 1990 and",
-     "The city had 8 @,@ 600 inhabitants in 1990 and"),
+    (
+        "The city had 8,600 inhabitants in 1990 and",
+        "The city had 8 @,@ 600 inhabitants in 1990 and",
+    ),
     ("The river is 3.5 km (2.2 mi) long and", "The river is 3 @.@ 5 km ( 2 @.@ 2 mi ) long and"),
     ("It was a well-known 16-mile trail near", "It was a well @-@ known 16 @-@ mile trail near"),
-    ("The film earned $1.2 million in its first week, and",
-     "The film earned $ 1 @.@ 2 million in its first week , and"),
-    ("Exciting European cities are Paris, Rome and",
-     "Exciting European cities are Paris , Rome and"),
-    ("He moved from New York City to Los Angeles in",
-     "He moved from New York City to Los Angeles in"),
-    ("The bridge, completed in 1932 (after 6 years), spans",
-     "The bridge , completed in 1932 ( after 6 years ) , spans"),
+    (
+        "The film earned $1.2 million in its first week, and",
+        "The film earned $ 1 @.@ 2 million in its first week , and",
+    ),
+    (
+        "Exciting European cities are Paris, Rome and",
+        "Exciting European cities are Paris , Rome and",
+    ),
+    (
+        "He moved from New York City to Los Angeles in",
+        "He moved from New York City to Los Angeles in",
+    ),
+    (
+        "The bridge, completed in 1932 (after 6 years), spans",
+        "The bridge , completed in 1932 ( after 6 years ) , spans",
+    ),
     ("She didn't return to London until", "She didn 't return to London until"),
-    ("The album's second single was released on 4 July 2011, and",
-     "The album 's second single was released on 4 July 2011 , and"),
-    ("The storm killed 1,200 people and left 45,000 homeless in",
-     "The storm killed 1 @,@ 200 people and left 45 @,@ 000 homeless in"),
-    ("The peak rises to 2,145 metres (7,037 ft) above",
-     "The peak rises to 2 @,@ 145 metres ( 7 @,@ 037 ft ) above"),
-    ("Between 1939 and 1945, the factory built 3,000 aircraft for",
-     "Between 1939 and 1945 , the factory built 3 @,@ 000 aircraft for"),
+    (
+        "The album's second single was released on 4 July 2011, and",
+        "The album 's second single was released on 4 July 2011 , and",
+    ),
+    (
+        "The storm killed 1,200 people and left 45,000 homeless in",
+        "The storm killed 1 @,@ 200 people and left 45 @,@ 000 homeless in",
+    ),
+    (
+        "The peak rises to 2,145 metres (7,037 ft) above",
+        "The peak rises to 2 @,@ 145 metres ( 7 @,@ 037 ft ) above",
+    ),
+    (
+        "Between 1939 and 1945, the factory built 3,000 aircraft for",
+        "Between 1939 and 1945 , the factory built 3 @,@ 000 aircraft for",
+    ),
     ("The 1998–99 season was the club's first in", "The 1998 – 99 season was the club 's first in"),
-    ("The company was founded in Tokyo, Japan, in",
-     "The company was founded in Tokyo , Japan , in"),
-    ("Population: 12,480 (2010 census), down from",
-     "Population : 12 @,@ 480 ( 2010 census ) , down from"),
+    (
+        "The company was founded in Tokyo, Japan, in",
+        "The company was founded in Tokyo , Japan , in",
+    ),
+    (
+        "Population: 12,480 (2010 census), down from",
+        "Population : 12 @,@ 480 ( 2010 census ) , down from",
+    ),
     ("The £5 million stadium opened in", "The £ 5 million stadium opened in"),
-    ("The U.S. Army arrived in Manila on 3 February 1945, and",
-     "The U.S. Army arrived in Manila on 3 February 1945 , and"),
-    ("In the 1980s, over 2.5 million people lived in",
-     "In the 1980s , over 2 @.@ 5 million people lived in"),
+    (
+        "The U.S. Army arrived in Manila on 3 February 1945, and",
+        "The U.S. Army arrived in Manila on 3 February 1945 , and",
+    ),
+    (
+        "In the 1980s, over 2.5 million people lived in",
+        "In the 1980s , over 2 @.@ 5 million people lived in",
+    ),
     ("The route (about 120 km) links Berlin with", "The route ( about 120 km ) links Berlin with"),
-    ("“It’s over,” he said in 1918, before moving to",
-     "\" It 's over , \" he said in 1918 , before moving to"),
-    ("The museum, which has 1,500,000 visitors a year, is in",
-     "The museum , which has 1 @,@ 500 @,@ 000 visitors a year , is in"),
+    (
+        "“It’s over,” he said in 1918, before moving to",
+        '" It \'s over , " he said in 1918 , before moving to',
+    ),
+    (
+        "The museum, which has 1,500,000 visitors a year, is in",
+        "The museum , which has 1 @,@ 500 @,@ 000 visitors a year , is in",
+    ),
     ("The two-year-old horse won in 1973 at", "The two @-@ year @-@ old horse won in 1973 at"),
     ("Summer highs of 40 °C are common in", "Summer highs of 40 ° C are common in"),
-]  # fmt: skip
+]
 
 
 def wikitext_lines(split: str) -> list[list[str]]:
@@ -151,10 +181,15 @@ def prompts(run: Path) -> dict:
         top = [[t["token"] for t in r["nslm"]] + [t["token"] for t in r["nnlm"]] for r in (a, b)]
         same_tokens += tokens == hand.split()
         same_top10 += top[0] == top[1]
-        rows.append({"plain": plain, "tokens": " ".join(tokens), "expected": hand,
-                     "top5": [t["token"] for t in a["nslm"][:5]]})  # fmt: skip
-    return {"n": len(PROMPTS), "same_tokens": same_tokens, "same_top10": same_top10,
-            "rows": rows}  # fmt: skip
+        rows.append(
+            {
+                "plain": plain,
+                "tokens": " ".join(tokens),
+                "expected": hand,
+                "top5": [t["token"] for t in a["nslm"][:5]],
+            }
+        )
+    return {"n": len(PROMPTS), "same_tokens": same_tokens, "same_top10": same_top10, "rows": rows}
 
 
 def read_conllu(path: Path) -> list[tuple[str, list[tuple[str, bool]]]]:

@@ -40,8 +40,9 @@ FUZZ_INPUTS = 100_000
 MAX_LEN = 2048  # bytes per fuzz input: a paragraph, where a long line costs seconds a run
 
 
-def run(run_dir: Path, *, fuzz_inputs: int = FUZZ_INPUTS, big_line_bytes: int | None = None
-        ) -> dict:  # fmt: skip
+def run(
+    run_dir: Path, *, fuzz_inputs: int = FUZZ_INPUTS, big_line_bytes: int | None = None
+) -> dict:
     """The cases on ``run_dir`` and the fuzz run: cases, failures, fuzz_inputs, fuzz_crashes,
     and the details (known_failures, failure_list, crash_list, fuzz_engine, seconds)."""
     from robustness.text_cases import BIG_LINE_BYTES, all_text_cases, text_case_problems
@@ -53,8 +54,9 @@ def run(run_dir: Path, *, fuzz_inputs: int = FUZZ_INPUTS, big_line_bytes: int | 
         for i, case in enumerate(cases):
             folder = Path(tmp) / f"case-{i}"
             try:
-                problems = text_case_problems(case, Path(run_dir), folder,
-                                              big_line_bytes or BIG_LINE_BYTES)  # fmt: skip
+                problems = text_case_problems(
+                    case, Path(run_dir), folder, big_line_bytes or BIG_LINE_BYTES
+                )
             except Exception:  # the case's own machinery broke: a failure, kept with its trace
                 problems = [traceback.format_exc().strip().splitlines()[-1]]
             shutil.rmtree(folder, ignore_errors=True)
@@ -106,8 +108,16 @@ def fuzz(inputs: int, folder: Path) -> tuple[int, str, list[str]]:
         data = text.encode("utf-8", errors="surrogateescape")
         if len(data) <= MAX_LEN:  # (the line of many numbers is a case, not a seed)
             (seeds / f"seed-{i}").write_bytes(b"\x00" + data)
-    command = [sys.executable, __file__, "--fuzz-process", str(inputs), "--seed-dir", str(seeds),
-               "--crash-dir", str(crashes)]  # fmt: skip
+    command = [
+        sys.executable,
+        __file__,
+        "--fuzz-process",
+        str(inputs),
+        "--seed-dir",
+        str(seeds),
+        "--crash-dir",
+        str(crashes),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     runs = re.search(r"Done (\d+) runs", done.stderr)
     tried = re.search(r"hypothesis tried (\d+)", done.stderr)
@@ -142,8 +152,16 @@ def fuzz_process(inputs: int, seed_dir: Path, crash_dir: Path) -> None:
             (crash_dir / f"{name}.txt").write_text(traceback.format_exc())
 
     if atheris is not None:
-        atheris.Setup([sys.argv[0], f"-runs={inputs}", f"-max_len={MAX_LEN}",
-                       "-rss_limit_mb=4096", str(seed_dir)], one)  # fmt: skip
+        atheris.Setup(
+            [
+                sys.argv[0],
+                f"-runs={inputs}",
+                f"-max_len={MAX_LEN}",
+                "-rss_limit_mb=4096",
+                str(seed_dir),
+            ],
+            one,
+        )
         atheris.Fuzz()  # ends the process, printing "Done N runs in S second(s)"
     print(f"hypothesis tried {hypothesis_fuzz(one, inputs, seed_dir)}", file=sys.stderr)
 
@@ -161,8 +179,9 @@ def hypothesis_fuzz(one, inputs: int, seed_dir: Path) -> int:
     spliced = splice.map(lambda t: t[0][: t[1]] + t[2] + t[0][t[1] :])
     calls = 0
 
-    @settings(max_examples=inputs, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=inputs, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(st.one_of(st.binary(max_size=MAX_LEN), TEXT_BYTES, spliced))
     def each(data: bytes) -> None:
         nonlocal calls
@@ -177,8 +196,11 @@ def crash_signature(text: str) -> str:
     """A crash by the last line of nslm or sacremoses it went through and its exception
     type: the fuzzer finds one bug through many inputs."""
     lines = text.strip().splitlines()
-    where = [line.strip() for line in lines if line.strip().startswith('File "')
-             and ("/nslm/" in line or "/sacremoses/" in line)]  # fmt: skip
+    where = [
+        line.strip()
+        for line in lines
+        if line.strip().startswith('File "') and ("/nslm/" in line or "/sacremoses/" in line)
+    ]
     return f"{where[-1] if where else '?'}: {lines[-1].split(':')[0]}"
 
 

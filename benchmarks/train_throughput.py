@@ -31,10 +31,20 @@ RESULTS = Path(__file__).parent / "results" / "train_throughput.json"
 
 def run(config: str, minutes: float, run_dir: Path) -> dict:
     command = [
-        sys.executable, "-m", "nslm", "train", str(ROOT / "configs" / config),
-        "--set", f"max_minutes={minutes}", "--set", "progress=false",
-        "--set", "checkpoint_every=0", "--run-dir", str(run_dir),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "nslm",
+        "train",
+        str(ROOT / "configs" / config),
+        "--set",
+        f"max_minutes={minutes}",
+        "--set",
+        "progress=false",
+        "--set",
+        "checkpoint_every=0",
+        "--run-dir",
+        str(run_dir),
+    ]
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
     subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)

@@ -38,10 +38,20 @@ def train(corpus: str, kind: str, minutes: float, run_dir: Path) -> dict:
     results = run_dir / "results.json"
     if not results.is_file():
         command = [
-            sys.executable, "-m", "nslm", "train", f"configs/word-pos-{corpus}.toml",
-            "--set", f"pos_model={kind}", "--set", f"max_minutes={minutes:g}",
-            "--set", "progress=false", "--run-dir", str(run_dir),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "nslm",
+            "train",
+            f"configs/word-pos-{corpus}.toml",
+            "--set",
+            f"pos_model={kind}",
+            "--set",
+            f"max_minutes={minutes:g}",
+            "--set",
+            "progress=false",
+            "--run-dir",
+            str(run_dir),
+        ]
         start = time.perf_counter()
         subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
         print(f"{corpus} {kind}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
@@ -86,14 +96,16 @@ def main() -> None:
     out: dict = {}
     for corpus in args.corpora.split(","):
         out[corpus] = corpus_figures(corpus, args.minutes, args.runs.resolve())
-    out.update({
-        "minutes_per_model": args.minutes,
-        "load_average_1m_before": load_before,
-        "load_average_1m_after": os.getloadavg()[0],
-        "command": " ".join(["python", "benchmarks/word_pos.py", *sys.argv[1:]]),
-        "date": today(),
-        "machine": machine_info(),
-    })  # fmt: skip
+    out.update(
+        {
+            "minutes_per_model": args.minutes,
+            "load_average_1m_before": load_before,
+            "load_average_1m_after": os.getloadavg()[0],
+            "command": " ".join(["python", "benchmarks/word_pos.py", *sys.argv[1:]]),
+            "date": today(),
+            "machine": machine_info(),
+        }
+    )
     write_json_atomic(args.out, out)
     print(json.dumps({c: out[c] for c in args.corpora.split(",")}, indent=1))
 

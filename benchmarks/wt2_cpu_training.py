@@ -38,10 +38,20 @@ def main() -> None:
     if args.collect is None:
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "nslm", "train", "configs/wt2-cpu.toml", "--set",
-             "progress=false", "--run-dir", str(run_dir)],
-            check=True, cwd=ROOT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "nslm",
+                "train",
+                "configs/wt2-cpu.toml",
+                "--set",
+                "progress=false",
+                "--run-dir",
+                str(run_dir),
+            ],
+            check=True,
+            cwd=ROOT,
+        )
         wall = time.perf_counter() - start
         command += " --set progress=false"
     results = json.loads((ROOT / run_dir / "results.json").read_text())

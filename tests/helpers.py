@@ -132,11 +132,25 @@ def tiny_byte_config(corpus_dir: Path, **overrides):
     from nslm.config import build_config
 
     values = dict(
-        corpus=f"bytes:{corpus_dir}", classes="none", heads=["nnlm"], softmax="full",
-        num_layers=1, emb_size=16, hidden_size=32, dropout=0.0, batch_size=8, bptt=32,
-        epochs=1, max_steps=40, lr=3e-3, lr_schedule="linear", threads=1, progress=False,
-        checkpoint_every=20, eval_batch_size=4,
-    )  # fmt: skip
+        corpus=f"bytes:{corpus_dir}",
+        classes="none",
+        heads=["nnlm"],
+        softmax="full",
+        num_layers=1,
+        emb_size=16,
+        hidden_size=32,
+        dropout=0.0,
+        batch_size=8,
+        bptt=32,
+        epochs=1,
+        max_steps=40,
+        lr=3e-3,
+        lr_schedule="linear",
+        threads=1,
+        progress=False,
+        checkpoint_every=20,
+        eval_batch_size=4,
+    )
     values.update(overrides)
     return build_config(values)
 
@@ -194,8 +208,12 @@ def make_years_corpus(directory: Path, train: str = YEARS_TRAIN, other: str = YE
 
 # A tiny POS-tagged corpus (``tagged:DIR``): DET NOUN VERB DET NOUN . sentences
 # (test_word_pos_cli.py, the robustness battery)
-LEXICON = {"DET": ["the", "a"], "NOUN": ["dog", "cat", "house", "idea", "Tree"],
-           "VERB": ["runs", "sees", "likes", "walking"], ".": ["."]}  # fmt: skip
+LEXICON = {
+    "DET": ["the", "a"],
+    "NOUN": ["dog", "cat", "house", "idea", "Tree"],
+    "VERB": ["runs", "sees", "likes", "walking"],
+    ".": ["."],
+}
 
 
 def make_tagged_corpus(directory: Path, sizes: tuple[int, int, int] = (120, 20, 20)) -> Path:
@@ -268,8 +286,16 @@ def total_mass(log_dist: torch.Tensor) -> np.ndarray:
 # -- labelled text for the probes ------------------------------------------------------------
 
 SENTIMENT_WORDS = {0: ["bad", "awful", "dull"], 1: ["great", "fine", "good"]}
-TAGGED = [("the", "DT"), ("movie", "NN"), ("was", "VBD"), ("great", "JJ"), ("actors", "NNS"),
-          ("play", "VBP"), ("well", "RB"), ("café", "NN")]  # fmt: skip
+TAGGED = [
+    ("the", "DT"),
+    ("movie", "NN"),
+    ("was", "VBD"),
+    ("great", "JJ"),
+    ("actors", "NNS"),
+    ("play", "VBP"),
+    ("well", "RB"),
+    ("café", "NN"),
+]
 
 
 def _sst_lines(n: int, seed: int) -> str:

@@ -40,8 +40,12 @@ def free_port() -> int:
 def _env() -> dict[str, str]:
     # One thread per rank, as `processes = 2` gives each; the C++ log level hides DDP's
     # find_unused_parameters notice, as nslm's own launch does (cli/train.py).
-    return {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo",
-            "TORCH_CPP_LOG_LEVEL": "ERROR"}  # fmt: skip
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "GLOO_SOCKET_IFNAME": "lo",
+        "TORCH_CPP_LOG_LEVEL": "ERROR",
+    }
 
 
 def _flags(max_steps: int) -> list[str]:
@@ -66,11 +70,21 @@ def start_nodes(train_args: list[str], log_dir: Path, nnodes: int = 2) -> list[s
     nodes = []
     for rank in range(nnodes):
         command = [
-            sys.executable, "-m", "torch.distributed.run", f"--nnodes={nnodes}",
-            f"--node-rank={rank}", "--nproc-per-node=1", "--rdzv-backend=c10d",
-            f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=nslm-{port}",
-            "--local-addr=127.0.0.1", "-m", "nslm", "train", *train_args,
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            f"--nnodes={nnodes}",
+            f"--node-rank={rank}",
+            "--nproc-per-node=1",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint=127.0.0.1:{port}",
+            f"--rdzv-id=nslm-{port}",
+            "--local-addr=127.0.0.1",
+            "-m",
+            "nslm",
+            "train",
+            *train_args,
+        ]
         log = (log_dir / f"node{rank}.log").open("a")
         nodes.append(subprocess.Popen(command, env=_env(), cwd=ROOT, stdout=log, stderr=log))
         log.close()  # the child holds its own copy
@@ -100,10 +114,21 @@ def train_two_nodes(run_dir: Path, max_steps: int) -> None:
 
 def train_one_node(run_dir: Path, max_steps: int) -> None:
     """The same run on 1 node × 2 processes: nslm's own torchrun launch (``processes=2``)."""
-    command = [sys.executable, "-m", "nslm", "train", str(TINY), *_flags(max_steps),
-               "--set", "processes=2", "--run-dir", str(run_dir)]  # fmt: skip
-    done = subprocess.run(command, env=_env(), cwd=ROOT, capture_output=True, text=True,
-                          timeout=HANG_SECONDS)  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "nslm",
+        "train",
+        str(TINY),
+        *_flags(max_steps),
+        "--set",
+        "processes=2",
+        "--run-dir",
+        str(run_dir),
+    ]
+    done = subprocess.run(
+        command, env=_env(), cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS
+    )
     if done.returncode:
         raise RuntimeError(f"the single-node run failed:\n{done.stderr[-2000:]}")
 
@@ -177,6 +202,7 @@ def weight_difference(a: Path, b: Path) -> float:
 def losses(run_dir: Path) -> list[tuple[int, float, float]]:
     """Logged (step, NNLM loss, HNLM loss); after a resume a step's last line counts."""
     recs = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    by_step = {r["step"]: (r["step"], r["loss_nnlm"], r["loss_hnlm"]) for r in recs
-               if "loss_nnlm" in r}  # fmt: skip
+    by_step = {
+        r["step"]: (r["step"], r["loss_nnlm"], r["loss_hnlm"]) for r in recs if "loss_nnlm" in r
+    }
     return [by_step[k] for k in sorted(by_step)]

@@ -11,8 +11,12 @@ from nslm.atomic import write_json_atomic
 
 
 def test_a_write_removes_only_what_a_dead_writer_left_of_the_same_file(tmp_path: Path) -> None:
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                           capture_output=True, text=True, check=True)  # fmt: skip
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     dead = int(ended.stdout)
     stale = tmp_path / f".out.json.tmp-{dead}-abc.tmp"  # a writer killed half-way
     running = tmp_path / f".out.json.tmp-{os.getpid()}-def.tmp"  # a writer still at work

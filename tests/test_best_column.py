@@ -32,8 +32,13 @@ def distributions(seed: int, k: int, t: int, v: int) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10_000), k=st.integers(1, 6), t=st.integers(1, 30),
-       v=st.integers(2, 40), drop=st.floats(0.0, 0.6))  # fmt: skip
+@given(
+    seed=st.integers(0, 10_000),
+    k=st.integers(1, 6),
+    t=st.integers(1, 30),
+    v=st.integers(2, 40),
+    drop=st.floats(0.0, 0.6),
+)
 def test_the_mixture_sums_to_one_where_components_are_missing(seed, k, t, v, drop) -> None:
     """The full mixture, with a missing component's weight spread over the others, sums to 1
     at every position, and its entry at the target is what the column scores."""
@@ -108,8 +113,20 @@ def run(tiny_nslm_each_top: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 @pytest.mark.realdata
 def test_cli_best_column(run: Path, capsys: pytest.CaptureFixture) -> None:
-    args = ["eval", str(run), "--split", "test", "--max-tokens", str(SLICE), "--best",
-            "--cache-window", "100,400", "--cache-theta", "0.5,1", "--by-rarity"]  # fmt: skip
+    args = [
+        "eval",
+        str(run),
+        "--split",
+        "test",
+        "--max-tokens",
+        str(SLICE),
+        "--best",
+        "--cache-window",
+        "100,400",
+        "--cache-theta",
+        "0.5,1",
+        "--by-rarity",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert f"{COLUMN} = " in out and "tuned on valid (EM)" in out

@@ -54,8 +54,9 @@ def submit(page: Page, url: str, fields: dict[str, str], button: str, answer: st
     page.wait_for_selector(answer)
 
 
-def test_next_token_shows_both_models_and_the_breakdown(server: str, browser_page: Page,
-                                                        tmp_path: Path) -> None:  # fmt: skip
+def test_next_token_shows_both_models_and_the_breakdown(
+    server: str, browser_page: Page, tmp_path: Path
+) -> None:
     page = browser_page
     fields = {"#prompt": "In 1990, the city of", "#k": "7"}
     submit(page, server, fields, "#predict-btn", ".bar.nslm")

@@ -157,9 +157,10 @@ def test_kept_checkpoints_are_not_rotated(tmp_path: Path) -> None:
     from nslm.training.loop import train
 
     cfg = tiny_byte_config(
-        make_byte_corpus(tmp_path / "c"), keep_checkpoints_at_minutes=[1e-6, 2e-6],
+        make_byte_corpus(tmp_path / "c"),
+        keep_checkpoints_at_minutes=[1e-6, 2e-6],
         checkpoint_every=5,
-    )  # fmt: skip
+    )
     train(cfg, tmp_path / "run")
     kept = kept_checkpoints(tmp_path / "run")
     assert list(kept) == [1e-6, 2e-6]
@@ -175,9 +176,18 @@ def test_a_seed_size_config_builds_and_runs_a_step(tmp_path: Path) -> None:
     corpus = make_byte_corpus(tmp_path / "c")
     cfg = load_config(
         ROOT / "configs" / "byte-lm-seed.toml",
-        [f"corpus='bytes:{corpus}'", "device='cpu'", "batch_size=2", "bptt=8", "max_steps=1",
-         "bf16=false", "valid_tokens=64", "test_tokens=64", "progress=false"],
-    )  # fmt: skip
+        [
+            f"corpus='bytes:{corpus}'",
+            "device='cpu'",
+            "batch_size=2",
+            "bptt=8",
+            "max_steps=1",
+            "bf16=false",
+            "valid_tokens=64",
+            "test_tokens=64",
+            "progress=false",
+        ],
+    )
     assert cfg.hidden_size >= 2048 and cfg.num_layers == 1
     trainer = Trainer(cfg, tmp_path / "run")
     before = trainer.model.backbone.lstm.weight_hh_l0.detach().clone()
@@ -206,8 +216,20 @@ def test_ansi_and_html_colour_every_character() -> None:
 
 def test_generate_colours_by_a_neuron(tiny_byte_run: Path, tmp_path: Path) -> None:
     page = tmp_path / "n3.html"
-    args = ["generate", str(tiny_byte_run), "--prompt", "the movie", "--max-tokens", "40",
-            "--temperature", "0.5", "--seed", "1", "--neuron", "3"]  # fmt: skip
+    args = [
+        "generate",
+        str(tiny_byte_run),
+        "--prompt",
+        "the movie",
+        "--max-tokens",
+        "40",
+        "--temperature",
+        "0.5",
+        "--seed",
+        "1",
+        "--neuron",
+        "3",
+    ]
     result = run_cli(*args, "--html", str(page))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("\x1b[38;2;0;0;0;48;2;") and "\x1b[0m" in result.stdout
@@ -216,9 +238,20 @@ def test_generate_colours_by_a_neuron(tiny_byte_run: Path, tmp_path: Path) -> No
     assert again.stdout == result.stdout  # the seed fixes the sample
     # without --neuron the bytes are written as they are (they need not be UTF-8)
     plain = subprocess.run(
-        [sys.executable, "-m", "nslm", "generate", str(tiny_byte_run), "--prompt", "the",
-         "--max-tokens", "20"], capture_output=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "nslm",
+            "generate",
+            str(tiny_byte_run),
+            "--prompt",
+            "the",
+            "--max-tokens",
+            "20",
+        ],
+        capture_output=True,
+        check=True,
+    )
     assert plain.stdout.startswith(b"the") and len(plain.stdout) == len("the") + 20 + 1
 
 

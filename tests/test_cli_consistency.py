@@ -148,13 +148,38 @@ def test_fit_micro_is_a_hidden_alias_of_micro_fit(
     assert main(["--help"]) == 0
     assert "fit-micro" not in capsys.readouterr().out
     corpus = make_corpus(tmp_path / "years")
-    common = ["--corpus", str(corpus), "--classes", "numbers", "--prepared-dir",
-              str(tmp_path / "prepared"), "--fast"]  # fmt: skip
+    common = [
+        "--corpus",
+        str(corpus),
+        "--classes",
+        "numbers",
+        "--prepared-dir",
+        str(tmp_path / "prepared"),
+        "--fast",
+    ]
     out_a, out_b = tmp_path / "a.json", tmp_path / "b.json"
-    assert main(["fit-micro", *common, "--only", "year", "--metric", "diff,value",
-                 "-o", str(out_a)]) == 0  # fmt: skip
-    assert main(["micro", "fit", *common, "--only", "year", "--metric", "diff",
-                 "--metric", "value", "--out", str(out_b)]) == 0  # fmt: skip
+    assert (
+        main(["fit-micro", *common, "--only", "year", "--metric", "diff,value", "-o", str(out_a)])
+        == 0
+    )
+    assert (
+        main(
+            [
+                "micro",
+                "fit",
+                *common,
+                "--only",
+                "year",
+                "--metric",
+                "diff",
+                "--metric",
+                "value",
+                "--out",
+                str(out_b),
+            ]
+        )
+        == 0
+    )
     a, b = (json.loads(p.read_text())["classes"]["year"] for p in (out_a, out_b))
     assert a["grid"] == b["grid"] and a["selected"] == b["selected"]
     assert {c["metric"] for c in a["grid"]} == {"diff", "value"}

@@ -80,9 +80,17 @@ def test_real_stats_json_schema(data_dir: Path, prepared_cache: Path) -> None:
     for split in ("train", "valid", "test"):
         classes = stats[split]["classes"]
         assert set(classes) == {
-            "year", "day", "round", "decimal", "range", "convert", "other",
-            "city", "state", "country",
-        }  # fmt: skip
+            "year",
+            "day",
+            "round",
+            "decimal",
+            "range",
+            "convert",
+            "other",
+            "city",
+            "state",
+            "country",
+        }
         for row in classes.values():
             assert set(row) == {"tokens", "types", "oov"}
             assert row["types"] <= row["tokens"]
@@ -94,10 +102,21 @@ def test_interrupted_prepare_leaves_no_trusted_entry(data_dir: Path, tmp_path: P
     cache = tmp_path / "cache"
     for _attempt in range(5):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "nslm", "data", "prepare", "wikitext-2", "--classes",
-             "numbers", "--prepared-dir", str(cache)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "nslm",
+                "data",
+                "prepare",
+                "wikitext-2",
+                "--classes",
+                "numbers",
+                "--prepared-dir",
+                str(cache),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         killed_mid_write = False
         deadline = time.monotonic() + 120
         while proc.poll() is None and time.monotonic() < deadline:

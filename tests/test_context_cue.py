@@ -46,9 +46,20 @@ def cue_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cue")
     corpus = cue_corpus(root / "corpus")
     use_threads(1)
-    sets = [f"corpus='{corpus}'", "train_tokens=0", "valid_tokens=0", "emb_size=24",
-            "hidden_size=48", "epochs=4", "max_steps=0", "batch_size=16", "bptt=24",
-            "lr=1e-2", "test_tokens=0", "checkpoint_every=0"]  # fmt: skip
+    sets = [
+        f"corpus='{corpus}'",
+        "train_tokens=0",
+        "valid_tokens=0",
+        "emb_size=24",
+        "hidden_size=48",
+        "epochs=4",
+        "max_steps=0",
+        "batch_size=16",
+        "bptt=24",
+        "lr=1e-2",
+        "test_tokens=0",
+        "checkpoint_every=0",
+    ]
     train(load_config(TINY, sets), root / "run")
     loaded = load_run(root / "run")
     write_run_micro(loaded, fit_run_micro(loaded, only=["year"], metrics=["diff"], fast=True))
@@ -72,8 +83,9 @@ def test_the_context_model_learns_the_cue_and_the_plain_one_cannot(cue_run: Path
     at = positions[second]
     values = year.cls.candidates.values
     rows_plain = np.exp(year.log_prob(ctx.rows(np.flatnonzero(second))))
-    rows_context = np.exp(context["year"].log_prob(ctx.rows(np.flatnonzero(second)),
-                                                   scores.features[at]))  # fmt: skip
+    rows_context = np.exp(
+        context["year"].log_prob(ctx.rows(np.flatnonzero(second)), scores.features[at])
+    )
     above = values[None, :] > ctx.prev_value[second][:, None]
 
     def right_side(rows: np.ndarray) -> np.ndarray:

@@ -64,8 +64,9 @@ def test_the_scoring_pass_and_the_full_distribution_agree(context_run: Path) -> 
 
 def test_eval_adds_the_context_column(context_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "tables.json"
-    done = run_cli("eval", str(context_run), "--split", "test", "--max-tokens", "6000",
-                   "-o", str(out))  # fmt: skip
+    done = run_cli(
+        "eval", str(context_run), "--split", "test", "--max-tokens", "6000", "-o", str(out)
+    )
     assert done.returncode == 0, done.stderr
     tables = json.loads(out.read_text())["tables"]
     for entry in tables.values():
@@ -80,8 +81,10 @@ def test_eval_adds_the_context_column(context_run: Path, tmp_path: Path) -> None
 def test_predict_shows_the_gate_and_plain_does_not(context_run: Path) -> None:
     done = run_cli("predict", str(context_run), PROMPT, "--json")
     assert done.returncode == 0, done.stderr
-    kinds = {n: e["kind"] for n, e in
-             json.loads((context_run / CONTEXT_FILE).read_text())["classes"].items()}  # fmt: skip
+    kinds = {
+        n: e["kind"]
+        for n, e in json.loads((context_run / CONTEXT_FILE).read_text())["classes"].items()
+    }
     shown = 0
     for c in json.loads(done.stdout)["classes"]:
         kind = kinds.get(c["class"].strip("<>"))

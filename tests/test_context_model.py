@@ -46,16 +46,16 @@ def test_a_pinned_gate_is_the_plain_micro_model(years) -> None:
     model.gate = GatedMixture.pinned(3, 2, component=0)
     split = corpus.valid
     got = model.log_prob_targets(split, split_features(corpus, year, split))
-    np.testing.assert_allclose(got, plain.log_prob_targets(split), rtol=0, atol=1e-12,
-                               equal_nan=True)  # fmt: skip
+    np.testing.assert_allclose(
+        got, plain.log_prob_targets(split), rtol=0, atol=1e-12, equal_nan=True
+    )
 
 
 def test_the_gate_learns_to_pick_later_or_earlier_years(years) -> None:
     corpus, year, plain, components = years
     model = ContextMicroModel(year, components, dim=2)
     train, valid = corpus.train, corpus.valid
-    model.fit(train, sign_features(corpus, year, train), valid,
-              sign_features(corpus, year, valid))  # fmt: skip
+    model.fit(train, sign_features(corpus, year, train), valid, sign_features(corpus, year, valid))
     mixed = model.log_prob_targets(valid, split_features(corpus, year, valid))
     base = plain.log_prob_targets(valid)
     in_class = np.isfinite(base)
@@ -76,9 +76,12 @@ def test_json_and_tensors_round_trip(years) -> None:
     again = ContextMicroModel.from_json(model.to_json(), year, model.gate.tensors())
     assert again.names == model.names
     H = split_features(corpus, year, corpus.valid)
-    np.testing.assert_allclose(again.log_prob_targets(corpus.valid, H),
-                               model.log_prob_targets(corpus.valid, H), atol=1e-5,
-                               equal_nan=True)  # fmt: skip
+    np.testing.assert_allclose(
+        again.log_prob_targets(corpus.valid, H),
+        model.log_prob_targets(corpus.valid, H),
+        atol=1e-5,
+        equal_nan=True,
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -89,6 +92,7 @@ def test_a_fitted_gate_gives_a_distribution_over_vc_for_any_h(years, seed, scale
     rng = np.random.default_rng(seed)
     model.gate.W, model.gate.b = rng.normal(size=(3, 2)) * scale, rng.normal(size=3)
     positions, _ = year.positions(corpus.valid)
-    rows = model.log_prob(year.context(corpus.valid, positions[:40], model.context),
-                          rng.normal(size=(40, 2)) * scale)  # fmt: skip
+    rows = model.log_prob(
+        year.context(corpus.valid, positions[:40], model.context), rng.normal(size=(40, 2)) * scale
+    )
     np.testing.assert_allclose(np.exp(rows).sum(axis=1), 1.0, atol=1e-9)

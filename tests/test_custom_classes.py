@@ -30,8 +30,16 @@ def test_recipe_verbs_become_a_class(tmp_path: Path) -> None:
     train = corpus.train
     tagged = [corpus.vocab.itos[i] for i in train.token_ids[train.rule_class_ids == verb]]
     assert tagged == [
-        "measure", "mix", "Knead", "bake", "cool", "Measure", "mix", "bake", "cool",
-    ]  # fmt: skip
+        "measure",
+        "mix",
+        "Knead",
+        "bake",
+        "cool",
+        "Measure",
+        "mix",
+        "bake",
+        "cool",
+    ]
     v_c = {corpus.vocab.itos[i] for i in corpus.class_vocab("verb")}
     assert v_c == {"measure", "Measure", "mix", "Knead", "bake", "cool"}
     # "30" is a number: the built-in <round> class keeps it

@@ -166,8 +166,9 @@ def test_cache_column_agrees_with_the_full_distribution(loaded) -> None:
     # a token repeated within the window gains probability; one absent from it loses some
     # (position 1 has an empty cache and keeps the model's probability)
     assert column[1] == nnlm[1]
-    seen = np.array([split.token_ids[t] in split.token_ids[max(1, t - window) : t] for t in
-                     range(2, SLICE)])  # fmt: skip
+    seen = np.array(
+        [split.token_ids[t] in split.token_ids[max(1, t - window) : t] for t in range(2, SLICE)]
+    )
     gain = column[2:] - nnlm[2:]
     assert (gain[~seen] < 0).all()
     assert np.median(gain[seen]) > 0
@@ -227,8 +228,17 @@ def char_chain(model, word: str) -> float:
 
 # -- the command line -----------------------------------------------------------------------
 
-EXTRAS = ["--cache", "--cache-window", "50,200", "--cache-theta", "0.3,0.75",
-          "--crnn", "--crnn-steps", "15", "--by-rarity"]  # fmt: skip
+EXTRAS = [
+    "--cache",
+    "--cache-window",
+    "50,200",
+    "--cache-theta",
+    "0.3,0.75",
+    "--crnn",
+    "--crnn-steps",
+    "15",
+    "--by-rarity",
+]
 
 
 @pytest.mark.realdata

@@ -78,8 +78,9 @@ def test_the_gate_learns_a_planted_context() -> None:
 
 def test_shapes_are_checked() -> None:
     with pytest.raises(NslmError, match="expected H"):
-        GatedMixture(2, 3).fit(np.zeros((4, 2)), np.zeros((4, 2)), np.zeros((4, 3)),
-                               np.zeros((4, 2)))  # fmt: skip
+        GatedMixture(2, 3).fit(
+            np.zeros((4, 2)), np.zeros((4, 2)), np.zeros((4, 3)), np.zeros((4, 2))
+        )
 
 
 @pytest.mark.realdata
@@ -93,8 +94,11 @@ def test_a_restricted_year_model_keeps_only_later_years(wt2_numbers) -> None:
     model = MicroModel(year, "diff", "multinomial", bins=256).fit(wt2_numbers.train)
     ctx = Context.from_values(prev_value=np.array([1066.0, 1944.0, np.nan]))
     values = year.candidates.values
-    for keep, test in [("after", values > 1066), ("before", values < 1066),
-                       ("other", values != 1066)]:  # fmt: skip
+    for keep, test in [
+        ("after", values > 1066),
+        ("before", values < 1066),
+        ("other", values != 1066),
+    ]:
         part = Restricted(model, keep).log_prob(ctx)
         np.testing.assert_allclose(np.exp(part).sum(axis=1), 1.0, atol=1e-9)
         assert np.all(np.isneginf(part[0, ~test])) and np.all(np.isfinite(part[0, test]))

@@ -235,8 +235,19 @@ def test_cli_generates_through_the_nslm_by_default(run: Path, capsys) -> None:
     assert plain[1] == to_plain(words, "wikitext") + "\n"
     # the prompt positional is the --prompt option
     assert _cli(capsys, "generate", str(run), PROMPT, *args[4:])[:2] == plain[:2]
-    greedy = _cli(capsys, "generate", str(run), "--prompt", PROMPT, "--top-k", "1",
-                  "--max-tokens", "5", "--head", "nnlm")  # fmt: skip
+    greedy = _cli(
+        capsys,
+        "generate",
+        str(run),
+        "--prompt",
+        PROMPT,
+        "--top-k",
+        "1",
+        "--max-tokens",
+        "5",
+        "--head",
+        "nnlm",
+    )
     assert greedy[0] == 0 and greedy[1].startswith(PROMPT)
 
 

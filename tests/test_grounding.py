@@ -28,8 +28,18 @@ TINY = ROOT / "configs" / "tiny.toml"
 
 
 def grounded_model(*sets: str) -> LanguageModel:
-    cfg = load_config(None, ["grounded=true", "emb_size=8", "hidden_size=12", "num_layers=2",
-                             "softmax='full'", "dropout=0.1", *sets])  # fmt: skip
+    cfg = load_config(
+        None,
+        [
+            "grounded=true",
+            "emb_size=8",
+            "hidden_size=12",
+            "num_layers=2",
+            "softmax='full'",
+            "dropout=0.1",
+            *sets,
+        ],
+    )
     torch.manual_seed(0)
     model = LanguageModel(cfg, 40, synthetic_layout(40, 3, seed=1))
     table = torch.linspace(-1, 1, 40 * 3).reshape(40, 3)
@@ -39,11 +49,14 @@ def grounded_model(*sets: str) -> LanguageModel:
 
 @pytest.mark.parametrize(
     "sets",
-    [["model='lstm'"], ["model='lstm'", "locked_dropout=true"],
-     ["model='awd'", "embed_dropout=0.2", "weight_drop=0.2"],
-     ["model='awd'", "tie_weights=true", "emb_size=12"]],
+    [
+        ["model='lstm'"],
+        ["model='lstm'", "locked_dropout=true"],
+        ["model='awd'", "embed_dropout=0.2", "weight_drop=0.2"],
+        ["model='awd'", "tie_weights=true", "emb_size=12"],
+    ],
     ids=["lstm", "lstm-locked", "awd", "awd-tied"],
-)  # fmt: skip
+)
 def test_fixed_dimensions_are_never_trained(sets: list[str]) -> None:
     model = grounded_model(*sets)
     embed = model.backbone.embed
@@ -79,8 +92,13 @@ def test_a_tied_adaptive_lstm_keeps_its_fixed_dimensions() -> None:
     """The default layout (tied 2-layer LSTM, adaptive softmax) grounded: the learnt part of
     each input vector is the softmax's own row, the last three are the fixed ones, and the
     fixed part is saved as a buffer while the tied rows are saved once."""
-    model = grounded_model("emb_size=12", "hidden_size=12", "softmax='adaptive'",
-                           "cutoffs=[10, 25]", "tie_weights=true")  # fmt: skip
+    model = grounded_model(
+        "emb_size=12",
+        "hidden_size=12",
+        "softmax='adaptive'",
+        "cutoffs=[10, 25]",
+        "tie_weights=true",
+    )
     embed = model.backbone.embed
     assert isinstance(embed, GroundedEmbedding) and embed.embedding_dim == 15
     head = model.heads["nnlm"].softmax.adaptive.head.weight
@@ -100,8 +118,9 @@ def test_grounded_needs_an_lstm_backbone() -> None:
 
 
 def test_number_scaling() -> None:
-    np.testing.assert_allclose(scale_number([0.0, 9.0, 1990.0, -99.0]),
-                               [0.0, 0.1, math.log10(1991) / 10, -0.2])  # fmt: skip
+    np.testing.assert_allclose(
+        scale_number([0.0, 9.0, 1990.0, -99.0]), [0.0, 0.1, math.log10(1991) / 10, -0.2]
+    )
     assert scale_number(1e12) == 1.0  # clipped: beyond 10^10
 
 
@@ -131,8 +150,14 @@ def test_grounding_values_of_a_known_year_and_city(wt2_all, wt2_places) -> None:
 def test_tiny_grounded_run_trains_saves_and_loads(
     tmp_path: Path, wt2_all, model: str, tied: bool
 ) -> None:
-    sets = ["grounded=true", f"model='{model}'", "max_steps=15", "eval_tokens=1000",
-            "valid_tokens=1000", f"tie_weights={str(tied).lower()}"]  # fmt: skip
+    sets = [
+        "grounded=true",
+        f"model='{model}'",
+        "max_steps=15",
+        "eval_tokens=1000",
+        "valid_tokens=1000",
+        f"tie_weights={str(tied).lower()}",
+    ]
     cfg = load_config(TINY, sets)
     results = train(cfg, tmp_path / "run")
     saved = load_file(str(tmp_path / "run" / "model.safetensors"))

@@ -53,9 +53,20 @@ def test_vectors_initialise_rows_and_grounding_keeps_its_dims(tmp_path: Path) ->
 
 def test_cli_trains_and_reports_coverage(tmp_path: Path, capsys) -> None:
     write_vectors(tmp_path / "glove.txt")
-    args = ["train", str(TINY), "--set", "max_steps=3", "--set", "eval_tokens=500",
-            "--set", "valid_tokens=500", "--run-dir", str(tmp_path / "run"),
-            "--init-vectors", str(tmp_path / "glove.txt")]  # fmt: skip
+    args = [
+        "train",
+        str(TINY),
+        "--set",
+        "max_steps=3",
+        "--set",
+        "eval_tokens=500",
+        "--set",
+        "valid_tokens=500",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--init-vectors",
+        str(tmp_path / "glove.txt"),
+    ]
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "init-vectors: " in err and " types (" in err and "d=32" in err
@@ -70,9 +81,11 @@ def test_cli_trains_and_reports_coverage(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize(
     ("make", "needle"),
-    [("wrong-dim", "vectors have 5 dimensions but emb_size is 32"),
-     ("missing", "vector file not found")],
-)  # fmt: skip
+    [
+        ("wrong-dim", "vectors have 5 dimensions but emb_size is 32"),
+        ("missing", "vector file not found"),
+    ],
+)
 def test_bad_vector_files_are_one_line_errors(tmp_path: Path, capsys, make, needle) -> None:
     path = tmp_path / "glove.txt"
     if make == "wrong-dim":

@@ -14,19 +14,30 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "nslm"
 # stage of each top-level module or folder; utilities at 0
 STAGES = {
-    "errors": 0, "atomic": 0, "json_policy": 0, "tensor_files": 0, "perplexity": 0, "stages": 0,
+    "errors": 0,
+    "atomic": 0,
+    "json_policy": 0,
+    "tensor_files": 0,
+    "perplexity": 0,
+    "stages": 0,
     "__init__": 0,
     "data": 1,
     "config": 2,
-    "batches": 3, "ngram": 3,
-    "models": 4, "micro": 4,
+    "batches": 3,
+    "ngram": 3,
+    "models": 4,
+    "micro": 4,
     "scores": 5,
     "runs": 6,
     "training": 7,
-    "evaluation": 8, "generation": 8, "probes": 8,
-    "experiments": 9, "pages": 9,
-    "cli": 10, "__main__": 10,
-}  # fmt: skip
+    "evaluation": 8,
+    "generation": 8,
+    "probes": 8,
+    "experiments": 9,
+    "pages": 9,
+    "cli": 10,
+    "__main__": 10,
+}
 
 
 def _imports(path: Path) -> list[str]:

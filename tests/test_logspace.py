@@ -15,9 +15,13 @@ finite_or_minus_inf = st.one_of(st.floats(-700, 700, allow_nan=False), st.just(-
 
 
 @settings(max_examples=200, deadline=None)
-@given(x=arrays(np.float64, st.tuples(st.integers(1, 6), st.integers(1, 9)),
-                elements=finite_or_minus_inf),
-       axis=st.sampled_from([0, 1]), keepdims=st.booleans())  # fmt: skip
+@given(
+    x=arrays(
+        np.float64, st.tuples(st.integers(1, 6), st.integers(1, 9)), elements=finite_or_minus_inf
+    ),
+    axis=st.sampled_from([0, 1]),
+    keepdims=st.booleans(),
+)
 def test_logsumexp_is_scipys(x: np.ndarray, axis: int, keepdims: bool) -> None:
     with np.errstate(divide="ignore"):
         want = scipy_logsumexp(x, axis=axis, keepdims=keepdims)
@@ -27,8 +31,13 @@ def test_logsumexp_is_scipys(x: np.ndarray, axis: int, keepdims: bool) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(x=arrays(np.float64, st.tuples(st.integers(1, 5), st.integers(1, 40)),
-                elements=st.floats(-1e4, 1e4, allow_nan=False)))  # fmt: skip
+@given(
+    x=arrays(
+        np.float64,
+        st.tuples(st.integers(1, 5), st.integers(1, 40)),
+        elements=st.floats(-1e4, 1e4, allow_nan=False),
+    )
+)
 def test_log_normalise_rows_sum_to_one(x: np.ndarray) -> None:
     np.testing.assert_allclose(np.exp(log_normalise(x, axis=1)).sum(axis=1), 1.0, rtol=1e-12)
 

@@ -27,8 +27,12 @@ def last_digit(cand, ctx):
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "nslm", *args],
-        capture_output=True, text=True, env=dict(os.environ), cwd=cwd, timeout=HANG_SECONDS,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        cwd=cwd,
+        timeout=HANG_SECONDS,
+    )
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, text: str) -> None:
@@ -45,8 +49,20 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     corpus = make_corpus(root / "years")
     out = root / "micro.json"
     cache = str(root / "cache")
-    result = run_cli("micro", "fit", "--corpus", str(corpus), "--classes", "numbers",
-                     "--only", "year", "--out", str(out), "--prepared-dir", cache)  # fmt: skip
+    result = run_cli(
+        "micro",
+        "fit",
+        "--corpus",
+        str(corpus),
+        "--classes",
+        "numbers",
+        "--only",
+        "year",
+        "--out",
+        str(out),
+        "--prepared-dir",
+        cache,
+    )
     assert result.returncode == 0, result.stderr
     return corpus, out
 
@@ -68,13 +84,34 @@ def test_fit_writes_the_whole_grid_and_the_choice(tiny: tuple[Path, Path]) -> No
 def test_eval_and_plot_read_the_micro_json(tiny: tuple[Path, Path], tmp_path: Path) -> None:
     corpus, out = tiny
     cache = ("--prepared-dir", str(out.parent / "cache"))
-    result = run_cli("micro", "eval", "--corpus", str(corpus), "--classes", "numbers",
-                     "--micro", str(out), "--json", *cache)  # fmt: skip
+    result = run_cli(
+        "micro",
+        "eval",
+        "--corpus",
+        str(corpus),
+        "--classes",
+        "numbers",
+        "--micro",
+        str(out),
+        "--json",
+        *cache,
+    )
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     assert rows["year"]["valid"]["tokens"] == 4 and rows["year"]["valid"]["mm_ppl"] > 1
-    result = run_cli("micro", "plot", "--corpus", str(corpus), "--classes", "numbers",
-                     "--micro", str(out), "--out", str(tmp_path / "plots"), *cache)  # fmt: skip
+    result = run_cli(
+        "micro",
+        "plot",
+        "--corpus",
+        str(corpus),
+        "--classes",
+        "numbers",
+        "--micro",
+        str(out),
+        "--out",
+        str(tmp_path / "plots"),
+        *cache,
+    )
     assert result.returncode == 0, result.stderr
     png = Path(result.stdout.strip().splitlines()[0])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -83,8 +120,18 @@ def test_eval_and_plot_read_the_micro_json(tiny: tuple[Path, Path], tmp_path: Pa
 def test_micro_json_from_another_vocabulary_is_refused(tiny, tmp_path: Path) -> None:
     _, out = tiny
     other = make_corpus(tmp_path / "other", train=YEARS_TRAIN + " In 1999 . \n")
-    result = run_cli("micro", "eval", "--corpus", str(other), "--classes", "numbers",
-                     "--micro", str(out), "--prepared-dir", str(tmp_path / "cache"))  # fmt: skip
+    result = run_cli(
+        "micro",
+        "eval",
+        "--corpus",
+        str(other),
+        "--classes",
+        "numbers",
+        "--micro",
+        str(out),
+        "--prepared-dir",
+        str(tmp_path / "cache"),
+    )
     assert_one_line_error(result, "fitted on another vocabulary")
 
 
@@ -100,9 +147,19 @@ def test_micro_json_from_another_vocabulary_is_refused(tiny, tmp_path: Path) -> 
 )
 def test_bad_input_is_one_line_and_exit_2(tiny, tmp_path: Path, args, message) -> None:
     corpus, _ = tiny
-    result = run_cli("micro", "fit", "--corpus", str(corpus), "--classes", "numbers",
-                     "--out", str(tmp_path / "m.json"), "--prepared-dir", str(tmp_path / "c"),
-                     *args)  # fmt: skip
+    result = run_cli(
+        "micro",
+        "fit",
+        "--corpus",
+        str(corpus),
+        "--classes",
+        "numbers",
+        "--out",
+        str(tmp_path / "m.json"),
+        "--prepared-dir",
+        str(tmp_path / "c"),
+        *args,
+    )
     assert_one_line_error(result, message)
     assert not (tmp_path / "m.json").exists()  # no half-written output
 
@@ -116,17 +173,41 @@ def test_a_user_class_and_metric_need_no_package_edit(tiny, tmp_path: Path) -> N
         'metrics = ["last_digit", "diff"]\npdfs = ["multinomial", "gaussian"]\n'
     )
     out = tmp_path / "user.json"
-    result = run_cli("micro", "fit", "--corpus", str(corpus), "--classes", "numbers",
-                     "--only", "year", "--class-file", str(tmp_path / "classes.toml"),
-                     "--out", str(out), "--prepared-dir", str(tmp_path / "c"))  # fmt: skip
+    result = run_cli(
+        "micro",
+        "fit",
+        "--corpus",
+        str(corpus),
+        "--classes",
+        "numbers",
+        "--only",
+        "year",
+        "--class-file",
+        str(tmp_path / "classes.toml"),
+        "--out",
+        str(out),
+        "--prepared-dir",
+        str(tmp_path / "c"),
+    )
     assert result.returncode == 0, result.stderr
     entry = json.loads(out.read_text())["classes"]["nineties"]
     assert entry["source"]["kind"] == "regex" and entry["vc_size"] == 5  # 1990-1994
     assert {c["metric"] for c in entry["grid"]} == {"last_digit", "diff"}
     assert {c["pdf"] for c in entry["grid"]} == {"multinomial", "gaussian"}
     # micro.json re-registers the plug-in by itself when read back
-    result = run_cli("micro", "eval", "--corpus", str(corpus), "--classes", "numbers",
-                     "--micro", str(out), "--json", "--prepared-dir", str(tmp_path / "c"),
-                     cwd=tmp_path.parent)  # fmt: skip
+    result = run_cli(
+        "micro",
+        "eval",
+        "--corpus",
+        str(corpus),
+        "--classes",
+        "numbers",
+        "--micro",
+        str(out),
+        "--json",
+        "--prepared-dir",
+        str(tmp_path / "c"),
+        cwd=tmp_path.parent,
+    )
     assert result.returncode == 0, result.stderr
     assert "nineties" in json.loads(result.stdout)

@@ -97,8 +97,12 @@ def test_euclidean_after_paris_ranks_rome_above_tokyo(wt2_places: PreparedCorpus
     assert m[strings.index("Paris")] == 0.0  # the metric's maximum: the same place
     assert (m <= 0).all()
     # and so does every fitted micro-model on it, whatever the PDF
-    for pdf, hyper in (("gaussian", {}), ("exponential", {}), ("multinomial", {"bins": 8}),
-                       ("mog", {"components": 4, "reg": 1e-4})):  # fmt: skip
+    for pdf, hyper in (
+        ("gaussian", {}),
+        ("exponential", {}),
+        ("multinomial", {"bins": 8}),
+        ("mog", {"components": 4, "reg": 1e-4}),
+    ):
         model = MicroModel(city, "euclidean", pdf, **hyper).fit(wt2_places.train)
         row = model.log_prob(ctx)[0]
         assert row[strings.index("Rome")] > row[strings.index("Tokyo")], pdf

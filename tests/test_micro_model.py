@@ -28,8 +28,14 @@ def fitted(wt2_all: PreparedCorpus) -> list[MicroModel]:
     for name in ("year", "convert", "city", "day"):
         cls = builtin_class(wt2_all, name)
         for cell in candidate_cells(cls, wt2_all.train):
-            model = MicroModel(cls, cell.metric, cell.pdf, context=cell.context, epsilon=0.01,
-                               **_first_hyper(cell.pdf))  # fmt: skip
+            model = MicroModel(
+                cls,
+                cell.metric,
+                cell.pdf,
+                context=cell.context,
+                epsilon=0.01,
+                **_first_hyper(cell.pdf),
+            )
             models.append(model.fit(wt2_all.train))
     return models
 

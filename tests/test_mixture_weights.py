@@ -45,8 +45,13 @@ def test_an_unscored_position_falls_in_the_first_bucket() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(seed=st.integers(0, 10_000), k=st.integers(1, 5), t=st.integers(1, 40),
-       v=st.integers(2, 30), n_buckets=st.integers(1, 4))  # fmt: skip
+@given(
+    seed=st.integers(0, 10_000),
+    k=st.integers(1, 5),
+    t=st.integers(1, 40),
+    v=st.integers(2, 30),
+    n_buckets=st.integers(1, 4),
+)
 def test_the_bucketed_mixture_sums_to_one(seed, k, t, v, n_buckets) -> None:
     """Weights chosen by the history's bucket: at every position the mixture of the full
     distributions sums to 1, and its entry at the target is what blend_by_bucket scores."""

@@ -23,8 +23,16 @@ BACKBONES = {
 
 
 def small_model(name: str, softmax: str = "adaptive") -> LanguageModel:
-    sets = [f"softmax='{softmax}'", "emb_size=16", "hidden_size=24", "num_layers=2", "bptt=6",
-            "dropout=0.2", "cutoffs=[10, 40]", *BACKBONES[name]]  # fmt: skip
+    sets = [
+        f"softmax='{softmax}'",
+        "emb_size=16",
+        "hidden_size=24",
+        "num_layers=2",
+        "bptt=6",
+        "dropout=0.2",
+        "cutoffs=[10, 40]",
+        *BACKBONES[name],
+    ]
     cfg = load_config(None, sets)
     torch.manual_seed(0)
     return LanguageModel(cfg, 90, synthetic_layout(90, 3, seed=2))

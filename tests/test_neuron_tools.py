@@ -104,8 +104,17 @@ def test_steering_with_alpha_zero_is_plain_generation(loaded, tiny_byte_run: Pat
     iv = build_intervention(loaded, steer="random:1", steer_at=("hidden",), steer_scale=50.0)
     assert sample_bytes(loaded, b"the ", 1, 60, sampler(5), iv) != [plain]
     # (coloured by a neuron: the raw bytes need not be UTF-8, the coloured text is)
-    args = ["generate", str(tiny_byte_run), "the ", "--max-tokens", "40", "--seed", "2",
-            "--neuron", "0"]  # fmt: skip
+    args = [
+        "generate",
+        str(tiny_byte_run),
+        "the ",
+        "--max-tokens",
+        "40",
+        "--seed",
+        "2",
+        "--neuron",
+        "0",
+    ]
     plain_cli = run_cli(*args)
     steered_cli = run_cli(*args, "--steer", "random:1", "--steer-scale", "0", "--steer-at", "cell")
     assert plain_cli.returncode == 0 and steered_cli.stdout == plain_cli.stdout
@@ -134,8 +143,10 @@ def sentence(*words: tuple[str, str], space: bool = True) -> TaggedSentence:
 
 
 def test_the_control_task_is_a_function_of_the_word_type() -> None:
-    train = [sentence(("the", "DT"), ("dog", "NN"), ("runs", "VBZ")),
-             sentence(("the", "DT"), ("cat", "NN"), ("sleeps", "VBZ"), ("dog", "NN"))]  # fmt: skip
+    train = [
+        sentence(("the", "DT"), ("dog", "NN"), ("runs", "VBZ")),
+        sentence(("the", "DT"), ("cat", "NN"), ("sleeps", "VBZ"), ("dog", "NN")),
+    ]
     control = ControlTask(seed=0).fit(train, grouped=True)
     assert set(control.tags_) == {"DT", "NN", "VB", "SPACE"}
     assert abs(control.p_.sum() - 1) < 1e-12
@@ -163,14 +174,17 @@ def test_shuffled_labels_and_random_baseline() -> None:
     assert all(len(u) == 2 and all(len(set(row)) == 3 for row in u) for u in seen)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--clamp", "3"], "UNIT=VALUE"),
-    (["--ablate", "x"], "integers"),
-    (["--ablate", "999"], "unit 999 is out of range"),
-    (["--steer", "nowhere.npy"], "no file"),
-    (["--steer", "random:1", "--steer-at", "gates"], "gates"),
-    (["--steer-scale", "2"], "go with --steer"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--clamp", "3"], "UNIT=VALUE"),
+        (["--ablate", "x"], "integers"),
+        (["--ablate", "999"], "unit 999 is out of range"),
+        (["--steer", "nowhere.npy"], "no file"),
+        (["--steer", "random:1", "--steer-at", "gates"], "gates"),
+        (["--steer-scale", "2"], "go with --steer"),
+    ],
+)
 def test_bad_intervention_options_are_one_line(tiny_byte_run: Path, args, message) -> None:
     result = run_cli("generate", str(tiny_byte_run), "--max-tokens", "5", *args)
     assert result.returncode == 2
@@ -178,16 +192,36 @@ def test_bad_intervention_options_are_one_line(tiny_byte_run: Path, args, messag
 
 
 def test_options_on_probe_and_eval(tiny_byte_run: Path, tiny_nslm_run: Path, tmp_path) -> None:
-    result = run_cli("eval", str(tiny_byte_run), "--split", "valid", "--ablate", "1,2",
-                     "-o", str(tmp_path / "e.json"))  # fmt: skip
+    result = run_cli(
+        "eval",
+        str(tiny_byte_run),
+        "--split",
+        "valid",
+        "--ablate",
+        "1,2",
+        "-o",
+        str(tmp_path / "e.json"),
+    )
     assert result.returncode == 0, result.stderr
     ablated = json.loads((tmp_path / "e.json").read_text())["valid"]["bits_per_byte"]
     result = run_cli("eval", str(tiny_byte_run), "--split", "valid", "-o", str(tmp_path / "p.json"))
     assert ablated != json.loads((tmp_path / "p.json").read_text())["valid"]["bits_per_byte"]
     result = run_cli("generate", str(tiny_nslm_run), "--clamp", "1=1")
     assert_one_line_error(result, "byte-LM run")
-    args = ["probe", "pos", str(tiny_byte_run), "--train-bytes", "2000", "--test", "20",
-            "--tags", "grouped", "--no-figures", "--json", "-o"]  # fmt: skip
+    args = [
+        "probe",
+        "pos",
+        str(tiny_byte_run),
+        "--train-bytes",
+        "2000",
+        "--test",
+        "20",
+        "--tags",
+        "grouped",
+        "--no-figures",
+        "--json",
+        "-o",
+    ]
     plain = run_cli(*args, str(tmp_path / "plain"))
     ablated = run_cli(*args, str(tmp_path / "ablated"), "--ablate", "0,1,2,3")
     assert plain.returncode == 0 and ablated.returncode == 0, ablated.stderr
@@ -208,8 +242,11 @@ def test_the_explorer_clamps_and_steers(tiny_byte_run: Path) -> None:
     zero = {**body, "steer": "random:2", "steer_scale": 0}
     unsteered = client.post("/api/runs/bytes/bytes", json=zero).json()
     assert unsteered == plain
-    for bad, message in (({"steer": "/etc/passwd"}, "steer is"), ({"ablate": "1,x"}, "integers"),
-                         ({"ablate_mode": "half", "ablate": "1"}, "zero or mean")):  # fmt: skip
+    for bad, message in (
+        ({"steer": "/etc/passwd"}, "steer is"),
+        ({"ablate": "1,x"}, "integers"),
+        ({"ablate_mode": "half", "ablate": "1"}, "zero or mean"),
+    ):
         got = client.post("/api/runs/bytes/bytes", json={**body, **bad})
         assert got.status_code == 400 and message in got.json()["detail"]
 

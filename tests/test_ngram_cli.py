@@ -56,9 +56,15 @@ def test_empty_corpus_exits_2(tmp_path: Path, capsys) -> None:
     corpus = make_corpus(tmp_path / "c", train_lines=[])
     for extra in ([], ["--raw"]):
         code, _, err = run(
-            capsys, "ngram", "build", *extra, "--prepared-dir", str(tmp_path / "cache"),
-            str(corpus), str(tmp_path / "m"),
-        )  # fmt: skip
+            capsys,
+            "ngram",
+            "build",
+            *extra,
+            "--prepared-dir",
+            str(tmp_path / "cache"),
+            str(corpus),
+            str(tmp_path / "m"),
+        )
         assert_one_line_error(code, err, "empty")
     assert not (tmp_path / "m").exists()
 
@@ -85,9 +91,16 @@ def test_build_eval_export_generate(tmp_path: Path, capsys) -> None:
     model_dir = tmp_path / "model"
     cache = ["--prepared-dir", str(tmp_path / "cache")]
     code, _, err = run(
-        capsys, "ngram", "build", "--order", "3", "--discount-fallback", *cache,
-        str(corpus), str(model_dir),
-    )  # fmt: skip
+        capsys,
+        "ngram",
+        "build",
+        "--order",
+        "3",
+        "--discount-fallback",
+        *cache,
+        str(corpus),
+        str(model_dir),
+    )
     assert code == 0, err
     assert (model_dir / "model.json").is_file() and (model_dir / "model.npz").is_file()
 
@@ -122,8 +135,18 @@ def test_mle_eval_reports_infinite_perplexity(tmp_path: Path, capsys) -> None:
     corpus = make_corpus(tmp_path / "c")
     (corpus / "test.txt").write_text(" The school closed in 2001 and opened a harbour . \n")
     model_dir = tmp_path / "mle"
-    code, _, err = run(capsys, "ngram", "build", "--raw", "--order", "3", "--method", "mle",
-                       str(corpus), str(model_dir))  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "ngram",
+        "build",
+        "--raw",
+        "--order",
+        "3",
+        "--method",
+        "mle",
+        str(corpus),
+        str(model_dir),
+    )
     assert code == 0, err
     code, out, _ = run(capsys, "ngram", "eval", str(model_dir), "--json")
     result = json.loads(out)
@@ -152,8 +175,9 @@ def test_corpus_and_out_options_equal_the_positionals(tmp_path: Path, capsys) ->
     assert len(set(sizes.values())) == 1
     for out_flag in ("-o", "--out", "--output"):  # --output stays accepted on ngram eval
         target = tmp_path / f"eval{out_flag}.json"
-        code, _, err = run(capsys, "ngram", "eval", str(tmp_path / "options"), *cache,
-                           out_flag, str(target))  # fmt: skip
+        code, _, err = run(
+            capsys, "ngram", "eval", str(tmp_path / "options"), *cache, out_flag, str(target)
+        )
         assert code == 0 and target.is_file(), err
     code, _, err = run(capsys, "ngram", "build", *cache)
     assert_one_line_error(code, err, "--corpus NAME|DIR -o DIR")

@@ -156,8 +156,14 @@ def test_tables_rows_and_aggregates(loaded, micro) -> None:
     assert set(result["tables"]) == {"numbers", "places"}
     numbers = result["tables"]["numbers"]
     assert list(numbers["classes"]) == [
-        "year", "day", "round", "decimal", "range", "convert", "other"
-    ]  # fmt: skip
+        "year",
+        "day",
+        "round",
+        "decimal",
+        "range",
+        "convert",
+        "other",
+    ]
     assert numbers["classes"]["year"]["metric"] == micro["year"].metric.name
     assert numbers["classes"]["day"]["metric"] == "neural"
     assert numbers["models"] == ["NNLM", "HNLM", "NSLM", "NSLM-pure"]

@@ -112,5 +112,11 @@ def test_every_number_can_carry_the_class_the_rules_give_it(n: int) -> None:
 
 def test_round_shape() -> None:
     assert [is_round_shaped(t) for t in ["10", "150", "2,500", "30,000", "9", "151", "1.0"]] == [
-        True, True, True, True, False, False, False,
-    ]  # fmt: skip
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]

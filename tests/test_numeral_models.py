@@ -27,21 +27,36 @@ RARE = ["7", "10"]  # in nslm's vocabulary, seen once in training: <unk_num> for
 def tiny_spec() -> NumeralSpec:
     itos = WORDS[:4] + IN_VOCAB[:2] + WORDS[4:] + IN_VOCAB[2:] + RARE
     return NumeralSpec(
-        itos=itos, numerals=IN_VOCAB, width=12, max_precision=2,
-        mog_means=[0.0, 2.0, 10.0, 1500.0], mog_stds=[0.5, 1.0, 5.0, 300.0],
-        comma_share={"4": 0.3}, zero_share=0.05, candidates=IN_VOCAB + RARE,
-        train_mean=100.0, train_median=2.0,
-    )  # fmt: skip
+        itos=itos,
+        numerals=IN_VOCAB,
+        width=12,
+        max_precision=2,
+        mog_means=[0.0, 2.0, 10.0, 1500.0],
+        mog_stds=[0.5, 1.0, 5.0, 300.0],
+        comma_share={"4": 0.3},
+        zero_share=0.05,
+        candidates=IN_VOCAB + RARE,
+        train_mean=100.0,
+        train_median=2.0,
+    )
 
 
 def tiny_model(
     name: str, tie: bool = True, cutoffs: tuple = (4, 8), spec: NumeralSpec | None = None
 ) -> LanguageModel:
-    cfg = build_config({
-        "heads": ["numeral"], "numeral_model": name, "emb_size": 16, "hidden_size": 16,
-        "num_layers": 1, "digit_size": 8, "cutoffs": list(cutoffs), "tie_weights": tie,
-        "dropout": 0.0,
-    })  # fmt: skip
+    cfg = build_config(
+        {
+            "heads": ["numeral"],
+            "numeral_model": name,
+            "emb_size": 16,
+            "hidden_size": 16,
+            "num_layers": 1,
+            "digit_size": 8,
+            "cutoffs": list(cutoffs),
+            "tie_weights": tie,
+            "dropout": 0.0,
+        }
+    )
     torch.manual_seed(0)
     spec = spec or tiny_spec()
     return LanguageModel(cfg, len(spec.itos), None, spec).eval()
@@ -173,8 +188,10 @@ def test_from_corpus_priors_are_the_training_shares() -> None:
     itos = ["the", "1914", "2", "7", "dog"]
     train = [0, 1, 1, 1, 2, 2, 3, 4, 4, 0, 0, 0]  # 1914 ×3, 2 ×2, 7 ×1 (rare: <unk_num>)
     counts = np.bincount(train, minlength=len(itos))
-    corpus = SimpleNamespace(vocab=SimpleNamespace(itos=itos, counts=counts),
-                             train=SimpleNamespace(token_ids=np.array(train)))  # fmt: skip
+    corpus = SimpleNamespace(
+        vocab=SimpleNamespace(itos=itos, counts=counts),
+        train=SimpleNamespace(token_ids=np.array(train)),
+    )
     spec = NumeralSpec.from_corpus(corpus, min_count=2, levels=2)
     assert spec.numerals == ["1914", "2"]
     assert np.allclose(np.exp(spec.log_prior), [3 / 6, 2 / 6, 1 / 6])
@@ -274,10 +291,24 @@ def test_evaluation_reads_the_split_it_is_asked_for(tmp_path, monkeypatch, name)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     numerals = _write_corpus(corpus, np.random.default_rng(0))
-    sets = [f"corpus={corpus}", "heads=['numeral']", f"numeral_model={name}", "emb_size=16",
-            "hidden_size=16", "num_layers=1", "digit_size=8", "batch_size=4", "bptt=10",
-            "max_steps=3", "epochs=1", "progress=false", "threads=1", "eval_batch_size=4",
-            "cutoffs=[4]", "tie_weights=true"]  # fmt: skip
+    sets = [
+        f"corpus={corpus}",
+        "heads=['numeral']",
+        f"numeral_model={name}",
+        "emb_size=16",
+        "hidden_size=16",
+        "num_layers=1",
+        "digit_size=8",
+        "batch_size=4",
+        "bptt=10",
+        "max_steps=3",
+        "epochs=1",
+        "progress=false",
+        "threads=1",
+        "eval_batch_size=4",
+        "cutoffs=[4]",
+        "tie_weights=true",
+    ]
     train(load_config(None, sets), tmp_path / "run")
     loaded = load_run(tmp_path / "run")
     for split in ("valid", "test"):

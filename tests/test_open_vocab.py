@@ -241,8 +241,20 @@ def test_tuned_escapes_are_at_least_as_likely_as_good_turing(loaded, micro, test
 
 
 def test_predict_open_vocab_lists_nslm_open(run, capsys) -> None:
-    assert main(["predict", str(run), "Construction began in 2027 and ended in", "-k", "4",
-                 "--open-vocab", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "predict",
+                str(run),
+                "Construction began in 2027 and ended in",
+                "-k",
+                "4",
+                "--open-vocab",
+                "--json",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert len(result["open"]["top"]) == 4 and "2027" in result["open"]["tokens"]
     assert main(["predict", str(run), "The trail is 5 miles (", "--open-vocab"]) == 0

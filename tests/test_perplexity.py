@@ -35,8 +35,9 @@ def test_uniform_model_scores_vocabulary_size(wt2_all: PreparedCorpus) -> None:
     assert table["Global"]["tokens"] == len(split) - 1
     year = wt2_all.class_id("year")
     assert table["year"]["tokens"] == int((split.class_ids == year).sum())
-    numbers = sum(table[c]["tokens"] for c in ("year", "day", "round", "decimal", "range",
-                                               "convert", "other"))  # fmt: skip
+    numbers = sum(
+        table[c]["tokens"] for c in ("year", "day", "round", "decimal", "range", "convert", "other")
+    )
     assert table["Numbers"]["tokens"] == numbers
 
 

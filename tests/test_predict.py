@@ -33,8 +33,9 @@ def test_a_batch_of_prompts_is_each_prompt_alone(tiny_nslm_run) -> None:
     for prompt, got in zip(prompts, many, strict=True):
         want = predict(loaded, micro, prompt, k=5, n_within=4)
         assert [t["token"] for t in got["nslm"]] == [t["token"] for t in want["nslm"]]
-        np.testing.assert_allclose([t["p"] for t in got["nslm"]],
-                                   [t["p"] for t in want["nslm"]], rtol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(
+            [t["p"] for t in got["nslm"]], [t["p"] for t in want["nslm"]], rtol=1e-5
+        )
         assert {c["class"]: c["context"] for c in got["classes"]} == {
             c["class"]: c["context"] for c in want["classes"]
         }
@@ -52,7 +53,8 @@ def test_last_states_of_a_batch_are_each_history_alone(tiny_nslm_run) -> None:
     batch = scorer.last_states(histories)
     assert batch.shape[0] == len(histories)
     for row, history in enumerate(histories):
-        np.testing.assert_allclose(batch[row : row + 1].numpy(),
-                                   scorer.last_features(history).numpy(), atol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(
+            batch[row : row + 1].numpy(), scorer.last_features(history).numpy(), atol=1e-5
+        )
     with pytest.raises(ValueError, match="at least one token"):
         scorer.last_states([[1], []])

@@ -59,14 +59,26 @@ def test_bad_input_is_one_line(tiny_byte_run: Path, tmp_path: Path) -> None:
     assert_one_line_error(result, "no run at")
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = run_cli("probe", "pos", str(tiny_byte_run), "-o", str(tmp_path / "o"),
-                     env={"NSLM_DATA_DIR": str(empty)})  # fmt: skip
+    result = run_cli(
+        "probe",
+        "pos",
+        str(tiny_byte_run),
+        "-o",
+        str(tmp_path / "o"),
+        env={"NSLM_DATA_DIR": str(empty)},
+    )
     assert_one_line_error(result, "no ud-english-ewt data")
     (empty / "sst2").mkdir()
     (empty / "sst2" / "train.txt").write_text("1 good\n", encoding="utf-8")
     (empty / "sst2" / "dev.txt").write_text("", encoding="utf-8")
-    result = run_cli("probe", "sentiment", str(tiny_byte_run), "-o", str(tmp_path / "o"),
-                     env={"NSLM_DATA_DIR": str(empty)})  # fmt: skip
+    result = run_cli(
+        "probe",
+        "sentiment",
+        str(tiny_byte_run),
+        "-o",
+        str(tmp_path / "o"),
+        env={"NSLM_DATA_DIR": str(empty)},
+    )
     assert_one_line_error(result, "dev.txt: file is empty")
 
 

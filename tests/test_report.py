@@ -71,8 +71,14 @@ def test_report_of_an_nslm_run(tiny_nslm_copy: Path, tmp_path: Path) -> None:
     page = report(run, tmp_path / "r.html")
     assert page.external == []  # self-contained: opens offline
     assert all(src.startswith("data:image/png;base64,") for src in page.images)
-    for heading in ("Overview", "Training", "Tables 2 and 3 (test)", "Micro-models",
-                    "Perplexity by rarity", "Config"):  # fmt: skip
+    for heading in (
+        "Overview",
+        "Training",
+        "Tables 2 and 3 (test)",
+        "Micro-models",
+        "Perplexity by rarity",
+        "Config",
+    ):
         assert heading in page.headings
     micro = json.loads((run / "micro.json").read_text())
     for name in micro["classes"]:
@@ -90,8 +96,9 @@ def test_report_of_an_nslm_run(tiny_nslm_copy: Path, tmp_path: Path) -> None:
     assert ["hidden_size", "32"] in config
 
 
-def test_report_of_a_byte_lm_with_probes(tiny_byte_run: Path, labelled_dir: Path,
-                                         tmp_path: Path) -> None:  # fmt: skip
+def test_report_of_a_byte_lm_with_probes(
+    tiny_byte_run: Path, labelled_dir: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "probes"
     assert main(["probe", "sentiment", str(tiny_byte_run), "-o", str(out / "sentiment-sst2")]) == 0
     assert main(["probe", "pos", str(tiny_byte_run), "-o", str(out / "pos")]) == 0
@@ -104,8 +111,12 @@ def test_report_of_a_byte_lm_with_probes(tiny_byte_run: Path, labelled_dir: Path
     assert page.external == []
     assert "Probe: sentiment-sst2" in page.headings and "Probe: pos/grouped" in page.headings
     sentiment = next(t for t in page.tables if t[0][:2] == ["features", "C"])
-    assert [r[0] for r in sentiment[1:]][:4] == ["final_cell", "mean_cell", "mean_hidden",
-                                                 "mean_cell_hidden"]  # fmt: skip
+    assert [r[0] for r in sentiment[1:]][:4] == [
+        "final_cell",
+        "mean_cell",
+        "mean_hidden",
+        "mean_cell_hidden",
+    ]
     assert "Micro-models" not in page.headings  # a byte LM has none, and no hint for them
     validation = next(t for t in page.tables if t[0][:3] == ["epoch", "step", "lr"])
     assert len(validation) >= 2

@@ -39,8 +39,13 @@ def test_runs_and_page(client: TestClient) -> None:
     page = client.get("/")
     assert page.status_code == 200 and "nslm explorer" in page.text and '"words"' in page.text
     paths = set(client.get("/openapi.json").json()["paths"])
-    assert {"/api/runs", "/api/runs/{name}/predict", "/api/runs/{name}/generate",
-            "/api/runs/{name}/bytes", "/api/runs/{name}/sentiment"} <= paths  # fmt: skip
+    assert {
+        "/api/runs",
+        "/api/runs/{name}/predict",
+        "/api/runs/{name}/generate",
+        "/api/runs/{name}/bytes",
+        "/api/runs/{name}/sentiment",
+    } <= paths
 
 
 def test_predict_is_the_cli_prediction(client: TestClient, tiny_nslm_run: Path, capsys) -> None:
@@ -89,20 +94,20 @@ def test_a_plain_prompt_is_read_by_the_runs_rules(client: TestClient) -> None:
 
 
 def test_generate_answers_plain_text_or_tokens(client: TestClient) -> None:
-    body = {"prompt": "The well-known war began in 1914, and ended in", "max_tokens": 40,
-            "seed": 5}  # fmt: skip
+    body = {"prompt": "The well-known war began in 1914, and ended in", "max_tokens": 40, "seed": 5}
     plain = client.post("/api/runs/words/generate", json=body).json()
     assert " ".join(plain["read_as"]) == "The well @-@ known war began in 1914 , and ended in"
     assert plain["prompt_text"] == body["prompt"]
     assert " @-@ " not in plain["text"] and " @,@ " not in plain["text"]
     assert plain["text"] == to_plain([*plain["read_as"], *(t["token"] for t in plain["tokens"])])
-    tokens = client.post("/api/runs/words/generate",
-                         json={**body, "output_format": "tokenized"}).json()  # fmt: skip
+    tokens = client.post(
+        "/api/runs/words/generate", json={**body, "output_format": "tokenized"}
+    ).json()
     assert [t["token"] for t in tokens["tokens"]] == [t["token"] for t in plain["tokens"]]
     assert tokens["prompt_text"] == "The well @-@ known war began in 1914 , and ended in"
-    assert tokens["text"].split() == [t for t in [*tokens["read_as"],
-                                                  *(t["token"] for t in tokens["tokens"])]
-                                      if t != "<eos>"]  # fmt: skip
+    assert tokens["text"].split() == [
+        t for t in [*tokens["read_as"], *(t["token"] for t in tokens["tokens"])] if t != "<eos>"
+    ]
 
 
 def test_pieces_cut_plain_text_at_tokens() -> None:
@@ -110,8 +115,7 @@ def test_pieces_cut_plain_text_at_tokens() -> None:
     generated = ["the", "well", "@-@", "known", "New_York", "(", "16", "km", ")", "<eos>", "A"]
     prompt_text, pieces = plain_pieces(prompt, generated, "wikitext")
     assert prompt_text == "In 1914,"
-    assert pieces == [" the", " well", "-", "known", " New York", " (", "16", " km", ")", "\n",
-                      "A"]  # fmt: skip
+    assert pieces == [" the", " well", "-", "known", " New York", " (", "16", " km", ")", "\n", "A"]
     assert plain_pieces([], [], "wikitext") == ("", [])
     assert plain_pieces(["a"], ["b", "<eos>"], "whitespace") == ("a", [" b", "\n"])
 
@@ -130,22 +134,33 @@ def test_bad_text_and_formats_get_one_line(client: TestClient, body: dict, needl
     for path in ("predict", "generate"):
         if path == "predict" and "output_format" in body:
             continue
-        res = client.post(f"/api/runs/words/{path}", content=json.dumps(body).encode(),
-                          headers={"Content-Type": "application/json"})  # fmt: skip
+        res = client.post(
+            f"/api/runs/words/{path}",
+            content=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         assert 400 <= res.status_code < 500, res.text
         detail = res.json()["detail"]
         assert isinstance(detail, str) and "\n" not in detail and needle in detail
 
 
 def test_a_lone_surrogate_is_refused_in_every_text_field(client: TestClient) -> None:
-    for path, field in (("words/predict", "prompt"), ("words/generate", "prompt"),
-                        ("bytes/bytes", "prime"), ("bytes/sentiment", "text")):  # fmt: skip
+    for path, field in (
+        ("words/predict", "prompt"),
+        ("words/generate", "prompt"),
+        ("bytes/bytes", "prime"),
+        ("bytes/sentiment", "text"),
+    ):
         raw = json.dumps({field: "ok \udc80"}).encode()  # JSON's escape: no UTF-8 for it
-        res = client.post(f"/api/runs/{path}", content=raw,
-                          headers={"Content-Type": "application/json"})  # fmt: skip
+        res = client.post(
+            f"/api/runs/{path}", content=raw, headers={"Content-Type": "application/json"}
+        )
         assert res.status_code == 422 and "lone surrogate (U+DC80)" in res.json()["detail"]
-    broken = client.post("/api/runs/words/predict", content=b'{"prompt": "a",',
-                         headers={"Content-Type": "application/json"})  # fmt: skip
+    broken = client.post(
+        "/api/runs/words/predict",
+        content=b'{"prompt": "a",',
+        headers={"Content-Type": "application/json"},
+    )
     assert broken.status_code == 422 and "not JSON" in broken.json()["detail"]
 
 
@@ -175,8 +190,9 @@ def test_bytes_are_coloured_by_the_neuron(client: TestClient) -> None:
         ("/api/runs/..%2Fwords/predict", {"prompt": "a"}, 404, "Not Found"),
     ],
 )
-def test_bounds_and_bad_requests(client: TestClient, path: str, body: dict, status: int,
-                                 needle: str) -> None:  # fmt: skip
+def test_bounds_and_bad_requests(
+    client: TestClient, path: str, body: dict, status: int, needle: str
+) -> None:
     res = client.post(path, json=body)
     assert res.status_code == status, res.text
     assert needle in json.dumps(res.json()["detail"])

@@ -30,8 +30,9 @@ def test_zero_shifts_are_the_plain_micro_model(years) -> None:
     corpus, year, plain = years
     model = ShiftedMicroModel(plain, dim=2)
     got = model.log_prob_targets(corpus.valid, split_features(corpus, year, corpus.valid))
-    np.testing.assert_allclose(got, plain.log_prob_targets(corpus.valid), atol=1e-12,
-                               equal_nan=True)  # fmt: skip
+    np.testing.assert_allclose(
+        got, plain.log_prob_targets(corpus.valid), atol=1e-12, equal_nan=True
+    )
 
 
 @settings(max_examples=20, deadline=None)
@@ -62,8 +63,7 @@ def test_a_state_with_the_sign_is_learnt_and_round_trips(years) -> None:
     names = model.bin_names()
     assert "diff = 0" in names and len(names) == len(model.a)
     again = ShiftedMicroModel.from_json(model.to_json(), year, model.tensors())
-    np.testing.assert_allclose(again.log_prob_targets(valid, H), shifted, atol=1e-4,
-                               equal_nan=True)  # fmt: skip
+    np.testing.assert_allclose(again.log_prob_targets(valid, H), shifted, atol=1e-4, equal_nan=True)
 
 
 def era_features(corpus, year, split) -> np.ndarray:
@@ -90,8 +90,7 @@ def test_a_state_with_the_era_is_learnt_by_the_value_bins_alone(years) -> None:
     assert gain[8] > 0.2 and gain[8] > gain[0] + 0.1, gain
     assert len(model.b) == len(model.value_edges) + 1 > 4
     again = ShiftedMicroModel.from_json(model.to_json(), year, model.tensors())
-    np.testing.assert_allclose(again.log_prob_targets(valid, H), shifted, atol=1e-4,
-                               equal_nan=True)  # fmt: skip
+    np.testing.assert_allclose(again.log_prob_targets(valid, H), shifted, atol=1e-4, equal_nan=True)
     assert {row["bin"] for row in again.explain(H[:1])[0]["value_shift"]} == set(
         model.value_bin_names()
     )
@@ -112,18 +111,24 @@ def test_a_gate_over_a_shifted_component_pinned_to_it_is_that_model(years) -> No
     mixture = ContextMicroModel(year, [shifted, Restricted(plain, "after")], dim=2)
     mixture.gate = GatedMixture.pinned(2, 2, component=0)
     H = rng.normal(size=(len(corpus.valid), 2))
-    np.testing.assert_allclose(mixture.log_prob_targets(corpus.valid, H),
-                               shifted.log_prob_targets(corpus.valid, H), atol=1e-12,
-                               equal_nan=True)  # fmt: skip
+    np.testing.assert_allclose(
+        mixture.log_prob_targets(corpus.valid, H),
+        shifted.log_prob_targets(corpus.valid, H),
+        atol=1e-12,
+        equal_nan=True,
+    )
     again = ContextMicroModel.from_json(mixture.to_json(), year, mixture.tensors())
     assert again.names == mixture.names
     # one micro-model object behind the shift and the restricted part: scored once
     assert again.components[0].model is again.components[1].model
     shown = again.explain(H[:1])[0]
     assert shown["gate"][0]["weight"] == 1.0 and len(shown["shift"]) == len(shifted.a)
-    np.testing.assert_allclose(again.log_prob_targets(corpus.valid, H),
-                               mixture.log_prob_targets(corpus.valid, H), atol=1e-4,
-                               equal_nan=True)  # fmt: skip
+    np.testing.assert_allclose(
+        again.log_prob_targets(corpus.valid, H),
+        mixture.log_prob_targets(corpus.valid, H),
+        atol=1e-4,
+        equal_nan=True,
+    )
 
 
 def test_a_state_far_outside_the_train_rows_moves_the_shift_a_bounded_amount(years) -> None:

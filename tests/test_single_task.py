@@ -35,8 +35,14 @@ pytestmark = pytest.mark.realdata
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     use_threads(1)
     run_dir = tmp_path_factory.mktemp("single") / "awd"
-    sets = ["heads=['nnlm']", "model='awd'", "weight_drop=0.2", "max_steps=30",
-            "eval_tokens=1000", "valid_tokens=3000"]  # fmt: skip
+    sets = [
+        "heads=['nnlm']",
+        "model='awd'",
+        "weight_drop=0.2",
+        "max_steps=30",
+        "eval_tokens=1000",
+        "valid_tokens=3000",
+    ]
     train(load_config(TINY, sets), run_dir)
     assert not (run_dir / "layout.json").exists()  # no class head, no HNLM layout
     assert main(["fit-micro", str(run_dir), "--fast", "--only", MICRO_CLASSES]) == 0

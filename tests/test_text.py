@@ -85,8 +85,9 @@ def test_a_runs_text_form_is_recorded_or_read_from_its_vocabulary() -> None:
 
 
 def test_the_class_rules_see_the_same_numbers_in_plain_text() -> None:
-    plain = tag_lines(corpus_lines("In 1914, 8,600 men (3.5 km away) left Paris.\n", "wikitext"),
-                      "all")  # fmt: skip
+    plain = tag_lines(
+        corpus_lines("In 1914, 8,600 men (3.5 km away) left Paris.\n", "wikitext"), "all"
+    )
     tokenized = tag_lines([" In 1914 , 8 @,@ 600 men ( 3 @.@ 5 km away ) left Paris . "], "all")
     assert plain.tokens == tokenized.tokens
     assert plain.classes == tokenized.classes

@@ -24,8 +24,17 @@ V = 90
 
 
 def tied_model(softmax: str = "adaptive", *sets: str) -> LanguageModel:
-    cfg = load_config(None, [f"softmax='{softmax}'", "emb_size=24", "hidden_size=24",
-                             "cutoffs=[10, 40]", "tie_weights=true", *sets])  # fmt: skip
+    cfg = load_config(
+        None,
+        [
+            f"softmax='{softmax}'",
+            "emb_size=24",
+            "hidden_size=24",
+            "cutoffs=[10, 40]",
+            "tie_weights=true",
+            *sets,
+        ],
+    )
     torch.manual_seed(0)
     make_layout = shared_layout if cfg.hnlm_top == "shared" else synthetic_layout
     return LanguageModel(cfg, V, make_layout(V, 3, seed=2))
@@ -75,9 +84,13 @@ def test_a_tail_word_trains_its_cluster_matrices() -> None:
 
 @pytest.mark.parametrize(
     "sets",
-    [[], ["hnlm_top='shared'"], ["locked_dropout=true"],
-     ["model='awd'", "weight_drop=0.3", "embed_dropout=0.2", "hidden_size=40"]],
-)  # fmt: skip
+    [
+        [],
+        ["hnlm_top='shared'"],
+        ["locked_dropout=true"],
+        ["model='awd'", "weight_drop=0.3", "embed_dropout=0.2", "hidden_size=40"],
+    ],
+)
 def test_tied_heads_sum_to_one(sets: list[str]) -> None:
     model = tied_model("adaptive", *sets).eval()
     with torch.no_grad():
@@ -140,9 +153,17 @@ def test_tying_config_errors(sets: list[str], message: str) -> None:
 
 
 def test_a_tied_run_saves_once_and_resumes_bit_exactly(tmp_path: Path, monkeypatch) -> None:
-    sets = ["tie_weights=true", "locked_dropout=true", "dropout=0.2", "hnlm_top='shared'",
-            "cutoffs=[200, 1000]", "max_steps=30", "checkpoint_every=10", "valid_tokens=1000",
-            "test_tokens=1000"]  # fmt: skip
+    sets = [
+        "tie_weights=true",
+        "locked_dropout=true",
+        "dropout=0.2",
+        "hnlm_top='shared'",
+        "cutoffs=[200, 1000]",
+        "max_steps=30",
+        "checkpoint_every=10",
+        "valid_tokens=1000",
+        "test_tokens=1000",
+    ]
     cfg = load_config(TINY, sets)
     whole = train(cfg, tmp_path / "whole")
     cut = train_cut_and_resumed(cfg, tmp_path / "cut", 15, monkeypatch)

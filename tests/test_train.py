@@ -146,8 +146,9 @@ def test_resume_after_sigkill_gives_identical_weights(tmp_path: Path) -> None:
 def train_losses(run_dir: Path) -> list[tuple[int, float, float]]:
     """Logged (step, NNLM loss, HNLM loss); after a resume a step's last line counts."""
     recs = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    by_step = {r["step"]: (r["step"], r["loss_nnlm"], r["loss_hnlm"]) for r in recs
-               if "loss_nnlm" in r}  # fmt: skip
+    by_step = {
+        r["step"]: (r["step"], r["loss_nnlm"], r["loss_hnlm"]) for r in recs if "loss_nnlm" in r
+    }
     return [by_step[k] for k in sorted(by_step)]
 
 
@@ -173,10 +174,26 @@ def test_ddp_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
     flags = [x for s in sets for x in ("--set", s)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     ddp = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         "-m", "nslm", "train", str(TINY), *flags, "--run-dir", str(tmp_path / "ddp")],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "nslm",
+            "train",
+            str(TINY),
+            *flags,
+            "--run-dir",
+            str(tmp_path / "ddp"),
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+    )
     assert ddp.returncode == 0, ddp.stderr[-2000:]
     single = run_cli("train", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
     assert single.wait(timeout=HANG_SECONDS) == 0
@@ -190,15 +207,38 @@ def test_ddp_ranks_take_the_same_mid_epoch_validation_and_halving_decisions(
     """Validation every 4 steps drives the rate halving (ε = 0.5: every validation after the
     first halves); rank 0's figures are broadcast, so 2 ranks halve, and stop after 3
     halvings, in step with 1 process."""
-    sets = [*DDP_SETS, "max_steps=40", "checkpoint_every=0", "eval_every=4",
-            "lr_schedule='halving'", "halving_epsilon=0.5", "max_halvings=3"]  # fmt: skip
+    sets = [
+        *DDP_SETS,
+        "max_steps=40",
+        "checkpoint_every=0",
+        "eval_every=4",
+        "lr_schedule='halving'",
+        "halving_epsilon=0.5",
+        "max_halvings=3",
+    ]
     flags = [x for s in sets for x in ("--set", s)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     ddp = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         "-m", "nslm", "train", str(TINY), *flags, "--run-dir", str(tmp_path / "ddp")],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "nslm",
+            "train",
+            str(TINY),
+            *flags,
+            "--run-dir",
+            str(tmp_path / "ddp"),
+        ],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+    )
     assert ddp.returncode == 0, ddp.stderr[-2000:]
     single = run_cli("train", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
     assert single.wait(timeout=HANG_SECONDS) == 0
@@ -344,16 +384,34 @@ def test_bf16_is_asked_for_and_the_run_records_the_precision_it_used(
     one notice line on stderr and ``"precision": "float32"`` in results.json."""
     env = NO_BF16 if cpu != "this CPU" else {}
     probe = subprocess.run(
-        [sys.executable, "-c", "from nslm.training.precision import bf16_runs_on as f; "
-         "print(f('cpu'))"], env={**os.environ, **env}, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "from nslm.training.precision import bf16_runs_on as f; print(f('cpu'))",
+        ],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
     runs_bf16 = probe.stdout.strip() == "True"
     if env:
         assert not runs_bf16, "the ISA cap should hide bf16"
     run = tmp_path / "run"
-    proc = run_cli("train", str(TINY), "--set", "bf16=true", "--set", "max_steps=6",
-                   "--set", "valid_tokens=500", "--set", "test_tokens=500", "-o", str(run),
-                   env_extra=env)  # fmt: skip
+    proc = run_cli(
+        "train",
+        str(TINY),
+        "--set",
+        "bf16=true",
+        "--set",
+        "max_steps=6",
+        "--set",
+        "valid_tokens=500",
+        "--set",
+        "test_tokens=500",
+        "-o",
+        str(run),
+        env_extra=env,
+    )
     _, err = proc.communicate(timeout=HANG_SECONDS)
     assert proc.returncode == 0, err
     notices = [line for line in err.splitlines() if "bfloat16" in line]
@@ -368,8 +426,17 @@ def test_bf16_is_asked_for_and_the_run_records_the_precision_it_used(
 def test_weights_are_kept_every_n_steps(tmp_path: Path) -> None:
     """``keep_weights_every``: RUN/kept/step-NNNNNNN.safetensors at each multiple of N (a
     learning curve's points), each the weights of that step."""
-    cfg = load_config(TINY, ["max_steps=12", "keep_weights_every=4", "valid_tokens=500",
-                             "test_tokens=500", "eval_every=0", "checkpoint_every=0"])  # fmt: skip
+    cfg = load_config(
+        TINY,
+        [
+            "max_steps=12",
+            "keep_weights_every=4",
+            "valid_tokens=500",
+            "test_tokens=500",
+            "eval_every=0",
+            "checkpoint_every=0",
+        ],
+    )
     train(cfg, tmp_path / "run")
     kept = sorted(p.name for p in (tmp_path / "run" / "kept").glob("step-*.safetensors"))
     assert kept == [f"step-{s:07d}.safetensors" for s in (4, 8, 12)]

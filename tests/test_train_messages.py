@@ -14,8 +14,15 @@ TINY = Path(__file__).resolve().parents[1] / "configs" / "tiny.toml"
 
 @pytest.mark.realdata
 def test_an_early_stop_says_why_and_where(tmp_path: Path, capsys) -> None:
-    sets = ["max_steps=200", "max_minutes=0.01", "valid_tokens=400", "test_tokens=400",
-            "lr_schedule='cosine'", "progress=true", "log_every=1000"]  # fmt: skip
+    sets = [
+        "max_steps=200",
+        "max_minutes=0.01",
+        "valid_tokens=400",
+        "test_tokens=400",
+        "lr_schedule='cosine'",
+        "progress=true",
+        "log_every=1000",
+    ]
     args = ["train", str(TINY), *(x for s in sets for x in ("--set", s)), "-o", str(tmp_path)]
     assert main(args) == 0
     err = capsys.readouterr().err
@@ -36,14 +43,23 @@ def test_launched_ranks_do_not_warn_about_unused_parameters(tmp_path: Path) -> N
     import subprocess
     import sys
 
-    sets = ["processes=2", "max_steps=4", "checkpoint_every=0", "valid_tokens=500",
-            "test_tokens=500", "batch_size=8"]  # fmt: skip
+    sets = [
+        "processes=2",
+        "max_steps=4",
+        "checkpoint_every=0",
+        "valid_tokens=500",
+        "test_tokens=500",
+        "batch_size=8",
+    ]
     args = [x for s in sets for x in ("--set", s)]
     env = {k: v for k, v in os.environ.items() if k != "TORCH_CPP_LOG_LEVEL"}
     done = subprocess.run(
         [sys.executable, "-m", "nslm", "train", str(TINY), *args, "-o", str(tmp_path / "run")],
-        env=env, capture_output=True, text=True, timeout=HANG_SECONDS,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "find_unused_parameters" not in done.stderr
     assert json.loads(done.stdout)["steps"] == 4

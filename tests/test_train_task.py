@@ -83,9 +83,16 @@ class LineTask:
 
 def line_config(**overrides: Any) -> TrainConfig:
     values = dict(
-        epochs=3, lr=0.3, lr_schedule="constant", clip=0.0, threads=1, progress=False,
-        checkpoint_every=4, log_every=1, patience=10,
-    )  # fmt: skip
+        epochs=3,
+        lr=0.3,
+        lr_schedule="constant",
+        clip=0.0,
+        threads=1,
+        progress=False,
+        checkpoint_every=4,
+        log_every=1,
+        patience=10,
+    )
     return build_config({**values, **overrides})
 
 
@@ -154,9 +161,14 @@ def test_eval_every_validates_inside_epochs_and_keeps_the_best(tmp_path: Path) -
     """Every 20 steps and at each epoch's end (94 batches); the best weights, wherever they
     were found, are the result; patience counts epochs only, and plateau lr decay too."""
     cfg = tiny_byte_config(
-        make_byte_corpus(tmp_path / "c"), epochs=2, max_steps=0, eval_every=20,
-        lr_schedule="plateau", patience=0, valid_tokens=2000,
-    )  # fmt: skip
+        make_byte_corpus(tmp_path / "c"),
+        epochs=2,
+        max_steps=0,
+        eval_every=20,
+        lr_schedule="plateau",
+        patience=0,
+        valid_tokens=2000,
+    )
     results = train(cfg, tmp_path / "run")
     valid = records(tmp_path / "run", "valid")
     mid = [20, 40, 60, 80, 100, 120, 140, 160, 180]
@@ -172,9 +184,13 @@ def test_eval_every_validates_inside_epochs_and_keeps_the_best(tmp_path: Path) -
 
 def halving_config(corpus: Path, **overrides: Any) -> TrainConfig:
     values = dict(
-        lr_schedule="halving", eval_every=5, max_steps=0, epochs=1, log_every=1,
+        lr_schedule="halving",
+        eval_every=5,
+        max_steps=0,
+        epochs=1,
+        log_every=1,
         valid_tokens=1000,
-    )  # fmt: skip
+    )
     return tiny_byte_config(corpus, **{**values, **overrides})
 
 

@@ -36,9 +36,13 @@ pytestmark = pytest.mark.slow
 def _run(*command: str | Path, cwd: Path, timeout: float = 300) -> str:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
-        [str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True,
+        [str(c) for c in command],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=timeout,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"
     return done.stdout
 
@@ -54,8 +58,20 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy2(ROOT / name, source / name)
     junk = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     shutil.copytree(ROOT / "src", source / "src", ignore=junk)
-    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "-w", work / "dist", source, cwd=work)  # fmt: skip
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "-w",
+        work / "dist",
+        source,
+        cwd=work,
+    )
     (built,) = (work / "dist").glob("nslm-*.whl")
     return built
 
@@ -68,10 +84,22 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = venv / "bin" / "python"
     # The wheel goes in before the .pth exists: pip then sees no nslm already installed
     # (the running environment has the editable one) and has nothing to replace.
-    _run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps",
-         "--no-index", wheel, cwd=venv.parent)  # fmt: skip
-    own = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-               cwd=venv.parent).strip()  # fmt: skip
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        python,
+        "install",
+        "-q",
+        "--no-deps",
+        "--no-index",
+        wheel,
+        cwd=venv.parent,
+    )
+    own = _run(
+        python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=venv.parent
+    ).strip()
     locked = sysconfig.get_paths()["purelib"]
     Path(own, "_nslm_locked_dependencies.pth").write_text(locked + "\n")
     return venv / "bin"
@@ -88,9 +116,11 @@ def test_wheel_holds_every_module_and_the_explorer_script(wheel: Path) -> None:
     assert "nslm/pages/static/explorer.js" in shipped
     assert shipped <= files, sorted(shipped - files)
     metadata = next(n for n in files if n.endswith(".dist-info/METADATA"))
-    requires = [line.removeprefix("Requires-Dist: ")
-                for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
-                if line.startswith("Requires-Dist: ")]  # fmt: skip
+    requires = [
+        line.removeprefix("Requires-Dist: ")
+        for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
+        if line.startswith("Requires-Dist: ")
+    ]
     # Ranges for library users, not the lock's pins; the dev group is no requirement.
     assert "numpy>=1.26" in requires and "sacremoses>=0.1" in requires
     names = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0] for r in requires}
@@ -111,8 +141,11 @@ def test_installed_wheel_is_the_nslm_that_runs(installed: Path, tmp_path: Path) 
 def test_installed_predict_matches_the_checkout(
     installed: Path, tiny_nslm_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    got = json.loads(_run(installed / "nslm", "predict", tiny_nslm_run, PROMPT, "-k", "5",
-                          "--json", cwd=tmp_path))  # fmt: skip
+    got = json.loads(
+        _run(
+            installed / "nslm", "predict", tiny_nslm_run, PROMPT, "-k", "5", "--json", cwd=tmp_path
+        )
+    )
     assert main(["predict", str(tiny_nslm_run), PROMPT, "-k", "5", "--json"]) == 0
     want = json.loads(capsys.readouterr().out)
     assert [t["token"] for t in got["nslm"]] == [t["token"] for t in want["nslm"]]

@@ -14,10 +14,25 @@ import pytest
 from helpers import make_tagged_corpus, run_cli
 
 TINY = [
-    "--set", "hidden_size=16", "--set", "emb_size=8", "--set", "tag_emb_size=4",
-    "--set", "shape_emb_size=4", "--set", "epochs=20", "--set", "eval_every=20", "--set", "lr=0.01",
-    "--set", "progress=false", "--set", "batch_size=16",
-]  # fmt: skip
+    "--set",
+    "hidden_size=16",
+    "--set",
+    "emb_size=8",
+    "--set",
+    "tag_emb_size=4",
+    "--set",
+    "shape_emb_size=4",
+    "--set",
+    "epochs=20",
+    "--set",
+    "eval_every=20",
+    "--set",
+    "lr=0.01",
+    "--set",
+    "progress=false",
+    "--set",
+    "batch_size=16",
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,16 +43,28 @@ def tagged_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def joint_run(tagged_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = tmp_path_factory.mktemp("runs") / "joint"
-    done = run_cli("train", "configs/word-pos-ewt.toml", "--set", f"corpus=tagged:{tagged_dir}",
-                   *TINY, "-o", str(run))  # fmt: skip
+    done = run_cli(
+        "train",
+        "configs/word-pos-ewt.toml",
+        "--set",
+        f"corpus=tagged:{tagged_dir}",
+        *TINY,
+        "-o",
+        str(run),
+    )
     assert done.returncode == 0, done.stderr
     return run
 
 
 def test_training_writes_the_comparison(joint_run: Path) -> None:
     results = json.loads((joint_run / "results.json").read_text())
-    for key in ("test_word_ppl_gold_prev_tags", "test_word_ppl_predicted_tags",
-                "test_joint_ppl", "test_tagger_acc", "test_tagger_mft_baseline_acc"):  # fmt: skip
+    for key in (
+        "test_word_ppl_gold_prev_tags",
+        "test_word_ppl_predicted_tags",
+        "test_joint_ppl",
+        "test_tagger_acc",
+        "test_tagger_mft_baseline_acc",
+    ):
         assert results[key] is not None, key
     # a grammar this regular is learnt: tags are right and words are far likelier than chance
     assert results["test_tagger_acc"] > 0.9
@@ -58,8 +85,9 @@ def test_eval_prints_the_table(joint_run: Path, tmp_path: Path) -> None:
 
 
 def test_generate_samples_word_tag_pairs(joint_run: Path) -> None:
-    done = run_cli("generate", str(joint_run), "--prompt", "the dog", "--max-tokens", "12",
-                   "--seed", "3")  # fmt: skip
+    done = run_cli(
+        "generate", str(joint_run), "--prompt", "the dog", "--max-tokens", "12", "--seed", "3"
+    )
     assert done.returncode == 0, done.stderr
     pairs = done.stdout.split()
     assert pairs[:2] == ["the/DET", "dog/NOUN"]  # the prompt, tagged by the model
@@ -71,15 +99,23 @@ def test_generate_samples_word_tag_pairs(joint_run: Path) -> None:
     ("line", "message"),
     [("the/DET dog", "has no tag"), ("the dog\tDET", "2 words but 1 tag")],
 )
-def test_a_malformed_corpus_is_one_line(tagged_dir: Path, tmp_path: Path, line: str,
-                                        message: str) -> None:  # fmt: skip
+def test_a_malformed_corpus_is_one_line(
+    tagged_dir: Path, tmp_path: Path, line: str, message: str
+) -> None:
     bad = tmp_path / "bad"
     bad.mkdir()
     for name in ("valid", "test"):
         (bad / f"{name}.txt").write_text((tagged_dir / f"{name}.txt").read_text())
     (bad / "train.txt").write_text("the/DET dog/NOUN ./.\n" + line + "\n")
-    done = run_cli("train", "configs/word-pos-ewt.toml", "--set", f"corpus=tagged:{bad}",
-                   *TINY, "-o", str(tmp_path / "run"))  # fmt: skip
+    done = run_cli(
+        "train",
+        "configs/word-pos-ewt.toml",
+        "--set",
+        f"corpus=tagged:{bad}",
+        *TINY,
+        "-o",
+        str(tmp_path / "run"),
+    )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "train.txt:2" in done.stderr and message in done.stderr
@@ -109,12 +145,24 @@ def test_a_word_pos_run_resumes_exactly(tagged_dir: Path, tmp_path: Path, monkey
     from nslm.config import build_config
     from nslm.training.loop import Trainer
 
-    cfg = build_config({
-        "model": "word-pos", "corpus": f"tagged:{tagged_dir}", "classes": "none",
-        "hidden_size": 16, "emb_size": 8, "tag_emb_size": 4, "shape_emb_size": 4,
-        "batch_size": 16, "epochs": 2, "checkpoint_every": 5, "progress": False,
-        "dropout": 0.3, "optimizer": "adam", "lr": 0.01,
-    })  # fmt: skip
+    cfg = build_config(
+        {
+            "model": "word-pos",
+            "corpus": f"tagged:{tagged_dir}",
+            "classes": "none",
+            "hidden_size": 16,
+            "emb_size": 8,
+            "tag_emb_size": 4,
+            "shape_emb_size": 4,
+            "batch_size": 16,
+            "epochs": 2,
+            "checkpoint_every": 5,
+            "progress": False,
+            "dropout": 0.3,
+            "optimizer": "adam",
+            "lr": 0.01,
+        }
+    )
     Trainer(cfg, tmp_path / "whole").run()
     real_step = Trainer._step
 

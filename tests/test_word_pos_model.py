@@ -29,8 +29,9 @@ def _toy(seed: int = 0, size: int = 25):
     lexicon = {f"w{i}": ("N" if i % 3 else "V") for i in range(40)}
     lexicon.update({"walking": "V", "Paris": "N", "the": "D"})
     names = sorted(lexicon)
-    words = [[names[j] for j in rng.integers(len(names), size=rng.integers(1, 9))]
-             for _ in range(60)]  # fmt: skip
+    words = [
+        [names[j] for j in rng.integers(len(names), size=rng.integers(1, 9))] for _ in range(60)
+    ]
     tags = [[lexicon[w] for w in s] for s in words]
     vocab = TaggedVocab.build(words, ["D", "N", "V"], size=size)
     return vocab, vocab.encode(words, tags)
@@ -39,8 +40,15 @@ def _toy(seed: int = 0, size: int = 25):
 def _model(kind: str, vocab: TaggedVocab, encoded, seed: int = 0) -> WordPosLM:
     torch.manual_seed(seed)
     counts = torch.tensor(vocab.tag_given_word_counts(encoded))
-    sizes = WordPosSizes(len(vocab.words), len(vocab.tags), len(vocab.suffixes),
-                         emb_size=8, tag_emb_size=4, shape_emb_size=4, hidden_size=12)  # fmt: skip
+    sizes = WordPosSizes(
+        len(vocab.words),
+        len(vocab.tags),
+        len(vocab.suffixes),
+        emb_size=8,
+        tag_emb_size=4,
+        shape_emb_size=4,
+        hidden_size=12,
+    )
     model = WordPosLM(kind, sizes, counts)
     # a few steps, so the heads and M are not at their start values
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -65,8 +73,9 @@ def test_the_target_tag_never_reaches_its_own_word_probability(kind: str) -> Non
     for k in range(start, end - 1):  # each target position of the longest sentence
         changed = encoded.tags.copy()
         changed[k] = vocab.tag_ids["D"] if changed[k] != vocab.tag_ids["D"] else vocab.tag_ids["N"]
-        permuted = type(encoded)(encoded.words, changed, encoded.suffixes, encoded.shapes,
-                                 encoded.starts)  # fmt: skip
+        permuted = type(encoded)(
+            encoded.words, changed, encoded.suffixes, encoded.shapes, encoded.starts
+        )
         after = score_tagged(model, permuted, vocab, history="gold").word
         # the word at k and every word before it in the sentence: unchanged to the bit
         np.testing.assert_array_equal(after[start : k + 1], before[start : k + 1])
@@ -80,10 +89,12 @@ def _all_pairs(model: WordPosLM, vocab: TaggedVocab, h: torch.Tensor):
     real_tags = [i for i, t in enumerate(vocab.tags) if t != "<bos>"]
     words = torch.arange(n_words)
     marginal = model.scores(h.expand(n_words, -1), words, words * 0).word
-    joint = torch.stack([
-        model.scores(h.expand(n_words, -1), words, torch.full_like(words, t)).joint
-        for t in range(len(vocab.tags))
-    ])  # fmt: skip
+    joint = torch.stack(
+        [
+            model.scores(h.expand(n_words, -1), words, torch.full_like(words, t)).joint
+            for t in range(len(vocab.tags))
+        ]
+    )
     return marginal, joint, real_tags
 
 
@@ -150,11 +161,17 @@ def test_most_frequent_tag_baseline_on_its_own_train_set() -> None:
 
 @pytest.mark.parametrize(
     ("word", "signature"),
-    [("walking", "<unk-ing>"), ("Paris", "<unk-Cap-s>"), ("Oslo", "<unk-Cap>"),
-     ("NASA", "<unk-CAPS>"),
-     ("1,000", "<unk-num>"), ("well-known", "<unk-dash>"), ("Re-running", "<unk-Cap-dash-ing>"),
-     ("is", "<unk>")],
-)  # fmt: skip
+    [
+        ("walking", "<unk-ing>"),
+        ("Paris", "<unk-Cap-s>"),
+        ("Oslo", "<unk-Cap>"),
+        ("NASA", "<unk-CAPS>"),
+        ("1,000", "<unk-num>"),
+        ("well-known", "<unk-dash>"),
+        ("Re-running", "<unk-Cap-dash-ing>"),
+        ("is", "<unk>"),
+    ],
+)
 def test_unknown_signatures(word: str, signature: str) -> None:
     assert unk_signature(word) == signature
 

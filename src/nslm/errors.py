@@ -18,10 +18,21 @@ class NslmError(Exception):
 # permission, a path that runs through a file or names a directory where a file goes. The
 # user fixes these, so the CLI reports them in one line. Any other OSError (a file nslm
 # should have checked for first) stays a traceback: that is nslm's bug.
-ENVIRONMENT_ERRNOS = frozenset({
-    errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM,
-    errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG, errno.EIO,
-})  # fmt: skip
+ENVIRONMENT_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EFBIG,
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EISDIR,
+        errno.ENOTDIR,
+        errno.EEXIST,
+        errno.ENAMETOOLONG,
+        errno.EIO,
+    }
+)
 
 
 def environment_message(exc: OSError) -> str | None:

@@ -109,10 +109,16 @@ def place_input(case: Case, world: World, folder: Path) -> Path:
 def template_values(case: Case, world: World, folder: Path, path: Path) -> dict[str, object]:
     """What a row's templates name: the world's files, ``{input}``, ``{out}``, ``{folder}``
     and ``{config}`` (the world's training config with the row's changes, in the folder)."""
-    values: dict[str, object] = {**vars(world), "input": path, "out": folder / "out",
-                                 "folder": folder}  # fmt: skip
-    changes = {key: value.format(**values) if isinstance(value, str) else value
-               for key, value in case.slot.config.items()}  # fmt: skip
+    values: dict[str, object] = {
+        **vars(world),
+        "input": path,
+        "out": folder / "out",
+        "folder": folder,
+    }
+    changes = {
+        key: value.format(**values) if isinstance(value, str) else value
+        for key, value in case.slot.config.items()
+    }
     config = folder / "config.toml"
     config.write_text(toml_text(world.config(**changes)), encoding="utf-8")
     return {**values, "config": config}
@@ -152,8 +158,11 @@ def case_problems(case: Case, world: World, folder: Path, reference: object = No
         if expected == "same" and not problems and seen != reference:
             problems.append("the output differs from the clean input's")
     problems += leftover_problems(folder / "out")
-    problems += [f"left a temporary {p.relative_to(folder)}" for p in folder.rglob("*")
-                 if is_temporary(p) and not p.is_relative_to(folder / "out")]  # fmt: skip
+    problems += [
+        f"left a temporary {p.relative_to(folder)}"
+        for p in folder.rglob("*")
+        if is_temporary(p) and not p.is_relative_to(folder / "out")
+    ]
     if (folder / UNPICKLED).exists():
         problems.append("a pickle was executed")
     return problems

@@ -21,8 +21,17 @@ import numpy as np
 
 # Every kind a file slot can take. "clean" is the good file itself: it must work, and it is
 # the reference the CRLF and BOM variants must equal.
-TEXT_KINDS = ("clean", "missing", "empty", "directory", "binary", "non_utf8", "big_line", "crlf",
-              "bom")  # fmt: skip
+TEXT_KINDS = (
+    "clean",
+    "missing",
+    "empty",
+    "directory",
+    "binary",
+    "non_utf8",
+    "big_line",
+    "crlf",
+    "bom",
+)
 # The issue's 100 MB single line costs seconds per reader, so it goes to the readers that
 # read a whole file into memory in one go (the corpus reader, the ARPA reader: rows with
 # big_line_bytes=FULL_BIG_LINE); every other slot gets a 1 MB line, which exercises the
@@ -82,8 +91,10 @@ def toml_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     # a basic string: TOML wants the quote, the backslash and control characters escaped
-    escaped = "".join(f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F or c in '"\\'
-                      else c for c in str(value))  # fmt: skip
+    escaped = "".join(
+        f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F or c in '"\\' else c
+        for c in str(value)
+    )
     return f'"{escaped}"'
 
 
@@ -202,7 +213,19 @@ def mutate_run(run: Path, kind: str, other_run: Path, other_corpus: Path, marker
         raise KeyError(kind)
 
 
-RUN_KINDS = ("clean", "missing", "file", "empty_dir", "config_binary", "config_wrong_shape",
-             "other_vocabulary", "other_corpus", "truncated_weights", "pickle_weights",
-             "micro_wrong_shape", "micro_other_vocabulary", "checkpoint_truncated",
-             "checkpoint_pickle")  # fmt: skip
+RUN_KINDS = (
+    "clean",
+    "missing",
+    "file",
+    "empty_dir",
+    "config_binary",
+    "config_wrong_shape",
+    "other_vocabulary",
+    "other_corpus",
+    "truncated_weights",
+    "pickle_weights",
+    "micro_wrong_shape",
+    "micro_other_vocabulary",
+    "checkpoint_truncated",
+    "checkpoint_pickle",
+)

@@ -60,8 +60,12 @@ class KillTarget:
     seconds_cap: float = HANG_SECONDS  # an uninterrupted run must end in this time
 
     def command(self, world: World, out: Path) -> list[str]:
-        values = {**vars(world), "out": out, "config": _train_config(world, 1),
-                  "config2": _train_config(world, 2)}  # fmt: skip
+        values = {
+            **vars(world),
+            "out": out,
+            "config": _train_config(world, 1),
+            "config2": _train_config(world, 2),
+        }
         if "{trained}" in self.template:
             values["trained"] = _trained(world)
         return command_line(self.template, values)
@@ -76,9 +80,19 @@ class KillTarget:
 
 def _train_config(world: World, processes: int) -> Path:
     """A training run of a few seconds, checkpointed every 10 steps."""
-    values = world.config(corpus=str(world.medium_corpus), train_tokens=20_000, valid_tokens=2000,
-                          test_tokens=2000, emb_size=32, hidden_size=32, batch_size=8, bptt=20,
-                          max_steps=60, checkpoint_every=10, processes=processes)  # fmt: skip
+    values = world.config(
+        corpus=str(world.medium_corpus),
+        train_tokens=20_000,
+        valid_tokens=2000,
+        test_tokens=2000,
+        emb_size=32,
+        hidden_size=32,
+        batch_size=8,
+        bptt=20,
+        max_steps=60,
+        checkpoint_every=10,
+        processes=processes,
+    )
     path = world.root / "configs" / f"kill-train-{processes}.toml"
     path.parent.mkdir(exist_ok=True)
     path.write_text(toml_text(values), encoding="utf-8")
@@ -89,8 +103,7 @@ def _trained(world: World) -> Path:
     """A run of the kill config, trained once (fit-micro reads it)."""
     run = world.root / "kill-run"
     if not (run / "results.json").is_file():
-        outcome = run_subprocess(["train", str(_train_config(world, 1)), "-o", str(run)],
-                                 world.env)  # fmt: skip
+        outcome = run_subprocess(["train", str(_train_config(world, 1)), "-o", str(run)], world.env)
         assert outcome.code == 0, outcome.stderr
     return run
 
@@ -114,8 +127,10 @@ TARGETS: list[KillTarget] = [
 def _content(path: Path) -> object:
     if path.suffix == ".npz":
         with np.load(path, allow_pickle=False) as arrays:
-            return {name: arrays[name].tobytes() + str(arrays[name].dtype).encode()
-                    for name in arrays.files}  # fmt: skip
+            return {
+                name: arrays[name].tobytes() + str(arrays[name].dtype).encode()
+                for name in arrays.files
+            }
     if path.name in TIMING_KEYS:
         values = json.loads(path.read_text(encoding="utf-8"))
         for key in TIMING_KEYS[path.name]:
@@ -128,8 +143,11 @@ def _content(path: Path) -> object:
 def outputs(out: Path) -> dict[str, object]:
     """Every file under ``out`` by its relative path (prepared-corpus cache entries by their
     content, not their key's place), as compared."""
-    return {str(p.relative_to(out)): _content(p) for p in sorted(out.rglob("*"))
-            if p.is_file() and p.name not in NOT_COMPARED}  # fmt: skip
+    return {
+        str(p.relative_to(out)): _content(p)
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name not in NOT_COMPARED
+    }
 
 
 def _temporaries(out: Path) -> list[str]:
@@ -159,9 +177,13 @@ def kill_at(argv: list[str], env: dict[str, str], moment: float | None, out: Pat
     """Run ``nslm ARGV`` and SIGKILL it, with every process it started (torchrun's ranks),
     after ``moment`` seconds or, for WHILE_WRITING, as soon as a temporary file shows up
     under ``out``; whether it was still running when killed."""
-    proc = subprocess.Popen(nslm_command(argv), env=subprocess_env(env),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        nslm_command(argv),
+        env=subprocess_env(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     if moment is WHILE_WRITING:
         while proc.poll() is None and not _temporaries(out):
             time.sleep(0.002)
@@ -175,8 +197,13 @@ def kill_at(argv: list[str], env: dict[str, str], moment: float | None, out: Pat
     return True
 
 
-def kill_point_problems(target: KillTarget, world: World, folder: Path, moment: float | None,
-                        expected: dict[str, object]) -> tuple[bool, list[str]]:  # fmt: skip
+def kill_point_problems(
+    target: KillTarget,
+    world: World,
+    folder: Path,
+    moment: float | None,
+    expected: dict[str, object],
+) -> tuple[bool, list[str]]:
     """Kill the target at ``moment`` (kill_at), run it again, compare: (whether the kill came
     before the end, the problems)."""
     if folder.exists():
@@ -187,8 +214,11 @@ def kill_point_problems(target: KillTarget, world: World, folder: Path, moment: 
     problems = [f"the rerun: {p}" for p in ok_problems(outcome)]
     problems += [f"left a temporary {t}" for t in _temporaries(folder)]
     got = outputs(folder)
-    problems += [f"{name} differs from the uninterrupted run's" for name in sorted(expected)
-                 if got.get(name) != expected[name]]  # fmt: skip
+    problems += [
+        f"{name} differs from the uninterrupted run's"
+        for name in sorted(expected)
+        if got.get(name) != expected[name]
+    ]
     problems += [f"{name} is extra" for name in sorted(set(got) - set(expected))]
     return killed, problems
 

@@ -32,10 +32,50 @@ from nslm.ngram.arpa import read_arpa
 
 # Tokens the rules look at: WikiText's split markers, units, range words, months, brackets,
 # and words of place names (one, two and three tokens long, some ambiguous).
-SPECIAL_TOKENS = ["@,@", "@.@", "@-@", "(", ")", ";", ",", ".", "km", "mi", "miles", "°", "F",
-                  "C", "kg", "lb", "ft", "m", "to", "–", "-", "May", "June", "in", "the",
-                  "Paris", "New", "York", "City", "Georgia", "Washington", "D.C.", "Port", "au",
-                  "Prince", "Hong", "Kong", "United", "States", "Texas", "<unk>", "="]  # fmt: skip
+SPECIAL_TOKENS = [
+    "@,@",
+    "@.@",
+    "@-@",
+    "(",
+    ")",
+    ";",
+    ",",
+    ".",
+    "km",
+    "mi",
+    "miles",
+    "°",
+    "F",
+    "C",
+    "kg",
+    "lb",
+    "ft",
+    "m",
+    "to",
+    "–",
+    "-",
+    "May",
+    "June",
+    "in",
+    "the",
+    "Paris",
+    "New",
+    "York",
+    "City",
+    "Georgia",
+    "Washington",
+    "D.C.",
+    "Port",
+    "au",
+    "Prince",
+    "Hong",
+    "Kong",
+    "United",
+    "States",
+    "Texas",
+    "<unk>",
+    "=",
+]
 _NO_SPACE = st.characters(blacklist_categories=("Cs",)).filter(lambda c: not c.isspace())
 TOKENS = st.one_of(
     st.sampled_from(SPECIAL_TOKENS),
@@ -81,8 +121,9 @@ def check_tagged(tagged: TaggedText) -> None:
     n = len(tagged.tokens)
     parallel = (tagged.classes, tagged.values, tagged.lats, tagged.lons, tagged.articles)
     assert all(len(column) == n for column in parallel)
-    for token, cls, value, lat in zip(tagged.tokens, tagged.classes, tagged.values, tagged.lats,
-                                      strict=True):  # fmt: skip
+    for token, cls, value, lat in zip(
+        tagged.tokens, tagged.classes, tagged.values, tagged.lats, strict=True
+    ):
         if cls in NUMBER_CLASSES:
             assert is_number(token) and can_be(cls, token), (token, cls)
             assert value == number_value(token), (token, value)
@@ -134,47 +175,108 @@ def config_target(data: bytes, folder: Path) -> None:
 # -- inputs near the formats ------------------------------------------------------------------
 
 BROWN_HEADER_LINE = "fileid\tcategory\tpara\tsent\ttagged\n"
-BROWN_TAGS = ["at", "np-tl", "nn", "vbd", "in", "jj", ".", ",", "cd", "pps", "rb", "zz", "",
-              "nn$", "fw-in+at-t", "*"]  # fmt: skip
+BROWN_TAGS = [
+    "at",
+    "np-tl",
+    "nn",
+    "vbd",
+    "in",
+    "jj",
+    ".",
+    ",",
+    "cd",
+    "pps",
+    "rb",
+    "zz",
+    "",
+    "nn$",
+    "fw-in+at-t",
+    "*",
+]
 BROWN_ROWS = st.lists(
-    st.tuples(st.sampled_from(["ca01", "ca02", "cb05", "cr09", "x"]),
-              st.lists(st.tuples(st.text(_NO_SPACE, min_size=0, max_size=5),
-                                 st.sampled_from(BROWN_TAGS)), max_size=6)),
+    st.tuples(
+        st.sampled_from(["ca01", "ca02", "cb05", "cr09", "x"]),
+        st.lists(
+            st.tuples(st.text(_NO_SPACE, min_size=0, max_size=5), st.sampled_from(BROWN_TAGS)),
+            max_size=6,
+        ),
+    ),
     max_size=25,
-).map(lambda rows: BROWN_HEADER_LINE + "".join(
-    f"{fileid}\tnews\t0\t{i}\t{' '.join(f'{w}/{t}' for w, t in tokens)}\n"
-    for i, (fileid, tokens) in enumerate(rows)))  # fmt: skip
+).map(
+    lambda rows: (
+        BROWN_HEADER_LINE
+        + "".join(
+            f"{fileid}\tnews\t0\t{i}\t{' '.join(f'{w}/{t}' for w, t in tokens)}\n"
+            for i, (fileid, tokens) in enumerate(rows)
+        )
+    )
+)
 
-CONLLU_LINES = st.lists(st.one_of(
-    st.just(""), st.just("# text = a b"),
-    st.tuples(st.sampled_from(["1", "2", "3", "1-2", "2.1", "x", "3-", "-1", "02", "٣"]),
-              st.sampled_from(["dog", "don't", "n't", "_"]), st.sampled_from(["NN", "VB", "_"]),
-              st.sampled_from(["_", "SpaceAfter=No"]), st.integers(9, 11)).map(
-        lambda r: "\t".join([r[0], r[1], r[1], "X", r[2], "_", "0", "dep", "_", r[3]][: r[4]])),
-), max_size=20).map("\n".join)  # fmt: skip
+CONLLU_LINES = st.lists(
+    st.one_of(
+        st.just(""),
+        st.just("# text = a b"),
+        st.tuples(
+            st.sampled_from(["1", "2", "3", "1-2", "2.1", "x", "3-", "-1", "02", "٣"]),
+            st.sampled_from(["dog", "don't", "n't", "_"]),
+            st.sampled_from(["NN", "VB", "_"]),
+            st.sampled_from(["_", "SpaceAfter=No"]),
+            st.integers(9, 11),
+        ).map(
+            lambda r: "\t".join([r[0], r[1], r[1], "X", r[2], "_", "0", "dep", "_", r[3]][: r[4]])
+        ),
+    ),
+    max_size=20,
+).map("\n".join)
 
 
 def _arpa_text(lines: list[tuple[float, str, float | None]], extra: list[str]) -> str:
     """An ARPA file of unigrams, broken by ``extra`` lines put in before the end marker."""
     rows = [f"{p}\t{w}" + (f"\t{b}" if b is not None else "") for p, w, b in lines]
-    return ("\\data\\\n" f"ngram 1={len(rows)}\n\n\\1-grams:\n" + "\n".join(rows) + "\n"
-            + "".join(e + "\n" for e in extra) + "\n\\end\\\n")  # fmt: skip
+    return (
+        "\\data\\\n"
+        f"ngram 1={len(rows)}\n\n\\1-grams:\n"
+        + "\n".join(rows)
+        + "\n"
+        + "".join(e + "\n" for e in extra)
+        + "\n\\end\\\n"
+    )
 
 
 ARPA_TEXT = st.builds(
     _arpa_text,
-    st.lists(st.tuples(st.floats(allow_nan=True, allow_infinity=True, width=32),
-                       st.sampled_from(["<s>", "</s>", "<unk>", "a", "b", "a b", ""]),
-                       st.one_of(st.none(), st.floats(width=32))), max_size=8),
-    st.lists(st.sampled_from(["\\2-grams:", "ngram 2=1", "-1\ta b", "\\end\\", "x"]),
-             max_size=3),
-)  # fmt: skip
-CONFIG_KEYS = ["bptt", "lr", "batch_size", "corpus", "heads", "softmax", "dropout",
-               "cutoffs", "processes", "class_rules", "keep_checkpoints_at_minutes", "device",
-               "colour"]  # fmt: skip
-CONFIG_VALUES = st.one_of(st.integers(-5, 10**12), st.floats(allow_nan=True), st.booleans(),
-                          st.text(max_size=8), st.lists(st.integers(-3, 3), max_size=3),
-                          st.lists(st.text(max_size=5), max_size=2))  # fmt: skip
+    st.lists(
+        st.tuples(
+            st.floats(allow_nan=True, allow_infinity=True, width=32),
+            st.sampled_from(["<s>", "</s>", "<unk>", "a", "b", "a b", ""]),
+            st.one_of(st.none(), st.floats(width=32)),
+        ),
+        max_size=8,
+    ),
+    st.lists(st.sampled_from(["\\2-grams:", "ngram 2=1", "-1\ta b", "\\end\\", "x"]), max_size=3),
+)
+CONFIG_KEYS = [
+    "bptt",
+    "lr",
+    "batch_size",
+    "corpus",
+    "heads",
+    "softmax",
+    "dropout",
+    "cutoffs",
+    "processes",
+    "class_rules",
+    "keep_checkpoints_at_minutes",
+    "device",
+    "colour",
+]
+CONFIG_VALUES = st.one_of(
+    st.integers(-5, 10**12),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.text(max_size=8),
+    st.lists(st.integers(-3, 3), max_size=3),
+    st.lists(st.text(max_size=5), max_size=2),
+)
 # at least a key: an empty config file is refused (read_toml), an empty table is the defaults
-CONFIG_TABLES = st.dictionaries(st.sampled_from(CONFIG_KEYS), CONFIG_VALUES, min_size=1,
-                                max_size=5)  # fmt: skip
+CONFIG_TABLES = st.dictionaries(st.sampled_from(CONFIG_KEYS), CONFIG_VALUES, min_size=1, max_size=5)

@@ -76,8 +76,12 @@ def run_in_process(argv: list[str], env: dict[str, str]) -> Outcome:
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="replace", write_through=True)
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="replace", write_through=True)
     crash = ""
-    with environment(env), redirect_stdout(out), redirect_stderr(err), \
-            mock.patch("uvicorn.run", _serve_stub):  # fmt: skip
+    with (
+        environment(env),
+        redirect_stdout(out),
+        redirect_stderr(err),
+        mock.patch("uvicorn.run", _serve_stub),
+    ):
         try:
             code = main(argv)
         except SystemExit as exc:
@@ -143,10 +147,14 @@ def run_subprocess(
 
     with tempfile.TemporaryDirectory() as marks:
         stages = Path(marks) / "stages"
-        proc = subprocess.Popen(nslm_command(argv), cwd=ROOT,
-                                env={**subprocess_env(env), "NSLM_STAGE_FILE": str(stages)},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                preexec_fn=prepare_child)  # fmt: skip
+        proc = subprocess.Popen(
+            nslm_command(argv),
+            cwd=ROOT,
+            env={**subprocess_env(env), "NSLM_STAGE_FILE": str(stages)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=prepare_child,
+        )
         if interrupt is not None:
             _interrupt_when(proc, stages, interrupt, timeout)
         try:
@@ -155,8 +163,9 @@ def run_subprocess(
             proc.kill()
             out, err = proc.communicate()
             err += b"\n(timed out)"
-    return Outcome(argv, proc.returncode, out.decode(errors="replace"),
-                   err.decode(errors="replace"))  # fmt: skip
+    return Outcome(
+        argv, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+    )
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -213,8 +222,9 @@ def error_problems(outcome: Outcome, needles: tuple[str, ...] = (), code: int = 
     elif len(errors) != 1:
         problems.append(f"{len(errors)} error lines: {errors}")
     else:
-        problems += [f"the message does not name {n!r}: {errors[0]}" for n in needles
-                     if n not in errors[0]]  # fmt: skip
+        problems += [
+            f"the message does not name {n!r}: {errors[0]}" for n in needles if n not in errors[0]
+        ]
     return problems
 
 

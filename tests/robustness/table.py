@@ -63,12 +63,20 @@ def corpus_slot(command: str, template: str, filename: str = "train.txt", **more
 
 
 def file_slot(command: str, input: str, template: str, **more: Any) -> Slot:
-    return Slot(command, input, "file", template, TEXT_KINDS + tuple(more.get("extra", ())),
-                **more)  # fmt: skip
+    return Slot(command, input, "file", template, TEXT_KINDS + tuple(more.get("extra", ())), **more)
 
 
-RUN_KINDS = ("clean", "missing", "file", "empty_dir", "config_binary", "config_wrong_shape",
-             "other_vocabulary", "truncated_weights", "pickle_weights")  # fmt: skip
+RUN_KINDS = (
+    "clean",
+    "missing",
+    "file",
+    "empty_dir",
+    "config_binary",
+    "config_wrong_shape",
+    "other_vocabulary",
+    "truncated_weights",
+    "pickle_weights",
+)
 MICRO_KINDS = ("micro_wrong_shape", "micro_other_vocabulary")
 
 
@@ -148,8 +156,16 @@ CLASS_FILE_KINDS: dict[str, Extra] = {
     "unknown_key": (lambda w: b'colour = "red"\n', "colour"),
     "wrong_type": (lambda w: b"[classes.joiner]\nregex = 3\n", "regex"),
 }
-WORD_POS = {"model": "word-pos", "classes": "none", "hidden_size": 8, "emb_size": 8,
-            "tag_emb_size": 4, "shape_emb_size": 4, "batch_size": 4, "epochs": 1}  # fmt: skip
+WORD_POS = {
+    "model": "word-pos",
+    "classes": "none",
+    "hidden_size": 8,
+    "emb_size": 8,
+    "tag_emb_size": 4,
+    "shape_emb_size": 4,
+    "batch_size": 4,
+    "epochs": 1,
+}
 BYTE_LM = {"classes": "none", "heads": ["nnlm"], "hidden_size": 16, "batch_size": 4, "bptt": 16}
 
 

@@ -87,8 +87,9 @@ def _same_with_nan(a: TaggedText, b: TaggedText) -> bool:
     """Equal field by field, NaN equal to NaN (values and coordinates are NaN off class)."""
 
     def same(u: object, v: object) -> bool:
-        return u == v or (isinstance(u, float) and isinstance(v, float) and math.isnan(u)
-                          and math.isnan(v))  # fmt: skip
+        return u == v or (
+            isinstance(u, float) and isinstance(v, float) and math.isnan(u) and math.isnan(v)
+        )
 
     for x, y in zip(vars(a).values(), vars(b).values(), strict=True):
         pairs = zip(x, y, strict=True) if isinstance(x, list) else [(x, y)]
@@ -122,11 +123,18 @@ WORDS = st.text(st.characters(blacklist_categories=("Cs", "Zs", "Cc")), min_size
 
 
 @FUZZ
-@given(st.lists(st.lists(st.tuples(WORDS, st.sampled_from(["NN", "VB", "."])), min_size=1,
-                         max_size=6), min_size=1, max_size=4))  # fmt: skip
+@given(
+    st.lists(
+        st.lists(st.tuples(WORDS, st.sampled_from(["NN", "VB", "."])), min_size=1, max_size=6),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_conllu_round_trips(sentences: list[list[tuple[str, str]]]) -> None:
-    text = "\n\n".join("\n".join(f"{i}\t{w}\t{w}\tX\t{t}\t_\t0\tdep\t_\t_"
-                                 for i, (w, t) in enumerate(s, 1)) for s in sentences)  # fmt: skip
+    text = "\n\n".join(
+        "\n".join(f"{i}\t{w}\t{w}\tX\t{t}\t_\t0\tdep\t_\t_" for i, (w, t) in enumerate(s, 1))
+        for s in sentences
+    )
     parsed = parse_conllu(text.split("\n"))
     assert [[word for token in s.tokens for word in token.words] for s in parsed] == sentences
 
@@ -137,20 +145,35 @@ def test_the_brown_reader_is_total(text: str) -> None:
     in_a_folder(brown_target)(text.encode("utf-8"))
 
 
-BROWN_WORDS = st.text(st.characters(blacklist_categories=("Cs", "Zs", "Cc"),
-                                    blacklist_characters="\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028"
-                                    "\u2029"), min_size=1, max_size=6)  # fmt: skip
+BROWN_WORDS = st.text(
+    st.characters(
+        blacklist_categories=("Cs", "Zs", "Cc"),
+        blacklist_characters="\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029",
+    ),
+    min_size=1,
+    max_size=6,
+)
 
 
 @FUZZ
-@given(st.lists(st.lists(st.tuples(BROWN_WORDS, st.sampled_from(["at", "np-tl", "nn", "vbd",
-                                                                 "."])), min_size=1, max_size=5),
-                min_size=10, max_size=12))  # fmt: skip
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(BROWN_WORDS, st.sampled_from(["at", "np-tl", "nn", "vbd", "."])),
+            min_size=1,
+            max_size=5,
+        ),
+        min_size=10,
+        max_size=12,
+    )
+)
 def test_brown_round_trips(sentences: list[list[tuple[str, str]]]) -> None:
     """Ten files, one sentence each: the 9th goes to valid, the 10th to test, the rest to
     train (data/tagged.py's split rule); words come back, tags as their universal tags."""
-    rows = "".join(f"c{'abcdefghijklm'[i]}01\tnews\t0\t0\t{' '.join(f'{w}/{t}' for w, t in s)}\n"
-                   for i, s in enumerate(sentences))  # fmt: skip
+    rows = "".join(
+        f"c{'abcdefghijklm'[i]}01\tnews\t0\t0\t{' '.join(f'{w}/{t}' for w, t in s)}\n"
+        for i, s in enumerate(sentences)
+    )
     with tempfile.TemporaryDirectory() as folder:
         try:
             brown_target((BROWN_HEADER_LINE + rows).encode("utf-8"), Path(folder))

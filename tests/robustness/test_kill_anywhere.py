@@ -25,8 +25,9 @@ def test_killed_anywhere_a_rerun_ends_as_an_uninterrupted_run(
     moments = kill_points(zlib.crc32(target.name.encode()), POINTS.get(target.name, 2), seconds)
     cut_short = 0
     for i, moment in enumerate(moments):
-        killed, problems = kill_point_problems(target, world, tmp_path / f"kill-{i}", moment,
-                                               expected)  # fmt: skip
+        killed, problems = kill_point_problems(
+            target, world, tmp_path / f"kill-{i}", moment, expected
+        )
         assert problems == [], "killed " + ("while writing" if moment is None else f"at {moment} s")
         cut_short += killed
     assert cut_short, f"every kill came after the end ({moments} s of {seconds:.1f} s)"

@@ -147,8 +147,9 @@ def terminal_problems(text: str) -> list[str]:
 Runner = Callable[[Path, str, Path], tuple[Outcome | None, list[str]]]
 
 
-def _cli(argv: list[str], check: Callable[[str, Path], list[str]], folder: Path
-         ) -> tuple[Outcome, list[str]]:  # fmt: skip
+def _cli(
+    argv: list[str], check: Callable[[str, Path], list[str]], folder: Path
+) -> tuple[Outcome, list[str]]:
     outcome = run_in_process(argv, {"MPLBACKEND": "Agg"})
     return outcome, (check(outcome.stdout, folder) if outcome.code == 0 else [])
 
@@ -180,8 +181,17 @@ def predict_cli(input_format: str) -> Runner:
 
 def generate_cli(input_format: str) -> Runner:
     def run(run_dir: Path, text: str, folder: Path):
-        argv = ["generate", str(run_dir), text, "--seed", "1", "--max-tokens", "8",
-                "--input-format", input_format]  # fmt: skip
+        argv = [
+            "generate",
+            str(run_dir),
+            text,
+            "--seed",
+            "1",
+            "--max-tokens",
+            "8",
+            "--input-format",
+            input_format,
+        ]
         return _cli(argv, _generate_check, folder)
 
     return run
@@ -216,8 +226,9 @@ def api(endpoint: str, input_format: str) -> Runner:
             body.update(max_tokens=8, seed=1)
         # ASCII JSON, as a browser may send it: a lone surrogate as its "\udcff" escape
         raw = json.dumps(body).encode()
-        res = client(run_dir).post(f"/api/runs/run/{endpoint}", content=raw,
-                                   headers={"Content-Type": "application/json"})  # fmt: skip
+        res = client(run_dir).post(
+            f"/api/runs/run/{endpoint}", content=raw, headers={"Content-Type": "application/json"}
+        )
         return None, api_problems(res.status_code, res.json(), endpoint)
 
     return run
@@ -264,8 +275,9 @@ def all_text_cases() -> list[TextCase]:
     return cases
 
 
-def text_case_problems(case: TextCase, run_dir: Path, folder: Path,
-                       big_line_bytes: int = BIG_LINE_BYTES) -> list[str]:  # fmt: skip
+def text_case_problems(
+    case: TextCase, run_dir: Path, folder: Path, big_line_bytes: int = BIG_LINE_BYTES
+) -> list[str]:
     """Everything wrong with how the path met the text (empty: all good)."""
     folder.mkdir(parents=True, exist_ok=True)
     outcome, problems = PATHS[case.path](run_dir, case.value(big_line_bytes), folder)

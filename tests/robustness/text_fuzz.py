@@ -63,10 +63,41 @@ def text_target(data: bytes) -> None:
 
 
 # Pieces the rules look at, for hypothesis (the fuzzer finds them from its seeds).
-FRAGMENTS = ["1914,", "1,000", "3.5", "well-known", "(16 km)", "$8,600.5", "\u201cquoted\u201d",
-             "don't", "== Heading ==", " @-@ ", " @,@ ", "<unk>", "</s>", "\r\n", "\n", "\t",
-             "\u200b", "\u202e", "\ufeff", "\x00", "\x1b", "\udcff", "\U0001f642", "战争", "في",
-             "युद्ध", "e\u0301", "...", "'s", "--", "\u2014", "&amp;", "<b>"]  # fmt: skip
+FRAGMENTS = [
+    "1914,",
+    "1,000",
+    "3.5",
+    "well-known",
+    "(16 km)",
+    "$8,600.5",
+    "\u201cquoted\u201d",
+    "don't",
+    "== Heading ==",
+    " @-@ ",
+    " @,@ ",
+    "<unk>",
+    "</s>",
+    "\r\n",
+    "\n",
+    "\t",
+    "\u200b",
+    "\u202e",
+    "\ufeff",
+    "\x00",
+    "\x1b",
+    "\udcff",
+    "\U0001f642",
+    "战争",
+    "في",
+    "युद्ध",
+    "e\u0301",
+    "...",
+    "'s",
+    "--",
+    "\u2014",
+    "&amp;",
+    "<b>",
+]
 TEXT = st.lists(
     st.one_of(
         st.sampled_from(FRAGMENTS),

@@ -61,8 +61,12 @@ def _config_file(world: World, name: str, **changes: object) -> Path:
 
 def command_for(template: str, world: World, out: Path) -> list[str]:
     long_config = _config_file(world, "long", max_steps=10**6, epochs=10**4)
-    values = {**vars(world), "out": out, "config": _config_file(world, "tiny"),
-              "long_config": long_config}  # fmt: skip
+    values = {
+        **vars(world),
+        "out": out,
+        "config": _config_file(world, "tiny"),
+        "long_config": long_config,
+    }
     return command_line(template, values)
 
 

@@ -57,10 +57,22 @@ def make_big_years_corpus(directory: Path, lines: int, seed: int = 0) -> Path:
 def training_values(corpus: Path, **changes: Any) -> dict[str, Any]:
     """A training config on a years corpus that trains in about a second (6 steps)."""
     values: dict[str, Any] = dict(
-        corpus=str(corpus), classes="numbers", softmax="full", emb_size=8, hidden_size=8,
-        num_layers=1, dropout=0.0, batch_size=2, bptt=5, epochs=1, max_steps=6,
-        checkpoint_every=2, eval_batch_size=2, threads=1, progress=False,
-    )  # fmt: skip
+        corpus=str(corpus),
+        classes="numbers",
+        softmax="full",
+        emb_size=8,
+        hidden_size=8,
+        num_layers=1,
+        dropout=0.0,
+        batch_size=2,
+        bptt=5,
+        epochs=1,
+        max_steps=6,
+        checkpoint_every=2,
+        eval_batch_size=2,
+        threads=1,
+        progress=False,
+    )
     return {**values, **changes}
 
 
@@ -120,16 +132,52 @@ def build_world(root: Path) -> World:
     run, other_run = _train_run(root, corpus, env), _train_run(root, other, env)
     byte_run = train_tiny_byte_lm(root / "byte")
     crnn = root / "crnn"
-    _nslm(env, "eval", str(run), "--split", "valid", "--crnn", "--crnn-steps", "1",
-          "--crnn-dir", str(crnn), "-o", str(root / "tables.json"))  # fmt: skip
+    _nslm(
+        env,
+        "eval",
+        str(run),
+        "--split",
+        "valid",
+        "--crnn",
+        "--crnn-steps",
+        "1",
+        "--crnn-dir",
+        str(crnn),
+        "-o",
+        str(root / "tables.json"),
+    )
     labelled = write_labelled_data(root / "labelled")
     ngram, arpa = root / "ngram", root / "model.arpa"
-    _nslm(env, "ngram", "build", "--corpus", str(corpus), "-o", str(ngram), "--order", "3",
-          "--classes", "numbers", "--discount-fallback")  # fmt: skip
+    _nslm(
+        env,
+        "ngram",
+        "build",
+        "--corpus",
+        str(corpus),
+        "-o",
+        str(ngram),
+        "--order",
+        "3",
+        "--classes",
+        "numbers",
+        "--discount-fallback",
+    )
     _nslm(env, "ngram", "export-arpa", str(ngram), "-o", str(arpa))
     micro = root / "micro.json"
-    _nslm(env, "micro", "fit", "--corpus", str(corpus), "--classes", "numbers", "--only",
-          "year", "--fast", "-o", str(micro))  # fmt: skip
+    _nslm(
+        env,
+        "micro",
+        "fit",
+        "--corpus",
+        str(corpus),
+        "--classes",
+        "numbers",
+        "--only",
+        "year",
+        "--fast",
+        "-o",
+        str(micro),
+    )
     vectors = root / "vectors.txt"
     words = ["In", "and", "1990", "1991", "then", "From", ","]
     vectors.write_text("".join(f"{w} {' '.join(['0.5'] * 8)}\n" for w in words))
@@ -139,6 +187,24 @@ def build_world(root: Path) -> World:
     big = make_big_years_corpus(root / "big-years", 150_000)
     huge = make_big_years_corpus(root / "huge-years", 450_000, seed=2)
     medium = make_big_years_corpus(root / "medium-years", 15_000, seed=1)
-    return World(root, corpus, other, root / "prepared", run, other_run, byte_run,
-                 byte_run.parent / "corpus", tagged, crnn, big, huge, medium, labelled, ngram,
-                 arpa, micro, vectors, class_file)  # fmt: skip
+    return World(
+        root,
+        corpus,
+        other,
+        root / "prepared",
+        run,
+        other_run,
+        byte_run,
+        byte_run.parent / "corpus",
+        tagged,
+        crnn,
+        big,
+        huge,
+        medium,
+        labelled,
+        ngram,
+        arpa,
+        micro,
+        vectors,
+        class_file,
+    )

@@ -63,15 +63,24 @@ def make_batch(encoded: EncodedSentences, vocab: TaggedVocab, ids: np.ndarray) -
     for row, (start, end) in enumerate(zip(starts, ends, strict=True)):
         n = end - start
         for key, source in (
-            ("w", encoded.words), ("t", encoded.tags),
-            ("s", encoded.suffixes), ("h", encoded.shapes),
-        ):  # fmt: skip
+            ("w", encoded.words),
+            ("t", encoded.tags),
+            ("s", encoded.suffixes),
+            ("h", encoded.shapes),
+        ):
             out[key][row, :n] = source[start:end]
             inp[key][row, 1:n] = source[start : end - 1]
     return SentenceBatch(
-        inp["w"], inp["t"], inp["s"], inp["h"], out["w"], out["t"],
-        np.maximum(out["s"], 0), np.maximum(out["h"], 0), np.asarray(ids),
-    )  # fmt: skip
+        inp["w"],
+        inp["t"],
+        inp["s"],
+        inp["h"],
+        out["w"],
+        out["t"],
+        np.maximum(out["s"], 0),
+        np.maximum(out["h"], 0),
+        np.asarray(ids),
+    )
 
 
 def batch_plan(encoded: EncodedSentences, batch_size: int) -> list[np.ndarray]:
@@ -81,9 +90,14 @@ def batch_plan(encoded: EncodedSentences, batch_size: int) -> list[np.ndarray]:
 
 
 def epoch_batches(
-    encoded: EncodedSentences, vocab: TaggedVocab, batch_size: int, *, seed: int, epoch: int,
+    encoded: EncodedSentences,
+    vocab: TaggedVocab,
+    batch_size: int,
+    *,
+    seed: int,
+    epoch: int,
     start: int = 0,
-) -> Iterator[tuple[int, SentenceBatch]]:  # fmt: skip
+) -> Iterator[tuple[int, SentenceBatch]]:
     """This epoch's batches in a shuffled order, from index ``start`` (a resumed epoch)."""
     plan = batch_plan(encoded, batch_size)
     order = np.random.default_rng(seed + epoch).permutation(len(plan))

@@ -69,8 +69,9 @@ class Stages:
 )
 @click.option("--fresh", is_flag=True, help="Refit the micro-models even if micro.json exists.")
 @input_format_option
-def demo_command(config: Path | None, run_dir: Path, prompt: str | None, fresh: bool,
-                 input_format: str = "plain") -> None:  # fmt: skip
+def demo_command(
+    config: Path | None, run_dir: Path, prompt: str | None, fresh: bool, input_format: str = "plain"
+) -> None:
     """Prepare, train, fit micro-models, print Tables 2 and 3 and one prediction."""
     from nslm.cli.eval import eval_tables
     from nslm.cli.train import _ensure_passive_openmp

@@ -89,10 +89,17 @@ def eval_tables(
     for split in splits:
         click.echo(f"eval: scoring {split} …", err=True)
         result = evaluate_run(
-            loaded, micro, split=split, lambda_objective=lambda_objective,
-            max_tokens=max_tokens, extra=sources, scorer=scorer, splits=texts, lambdas=lambdas,
+            loaded,
+            micro,
+            split=split,
+            lambda_objective=lambda_objective,
+            max_tokens=max_tokens,
+            extra=sources,
+            scorer=scorer,
+            splits=texts,
+            lambdas=lambdas,
             plain=plain,
-        )  # fmt: skip
+        )
         # every token counted too: the open-vocabulary tables (docs/nslm.md)
         result["open"] = open_tables(scorer, micro, open_texts, loaded.corpus, result)
         path = out if out is not None else Path(run) / f"tables_{split}.json"
@@ -105,24 +112,50 @@ def eval_tables(
 
 @click.command("eval")
 @run_argument()
-@list_option("--split", "splits", choices=SPLITS, metavar="SPLIT[,SPLIT]",
-             help="Splits to score: valid, test or both [valid,test].")  # fmt: skip
+@list_option(
+    "--split",
+    "splits",
+    choices=SPLITS,
+    metavar="SPLIT[,SPLIT]",
+    help="Splits to score: valid, test or both [valid,test].",
+)
 @model_option("Tables 2 and 3")
-@click.option("--text", "text_file", type=click.Path(path_type=Path), default=None,
-              help="Score this text file instead of a corpus split, with the run's vocabulary "
-              "and class rules (λ from the run's last eval, else tuned on its valid).")  # fmt: skip
-@click.option("--corpus", "corpus_dir", default=None, metavar="DIR",
-              help="Score another corpus (a directory with train/valid/test) prepared with "
-              "the run's vocabulary and class rules; λ is tuned on its valid.")  # fmt: skip
+@click.option(
+    "--text",
+    "text_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Score this text file instead of a corpus split, with the run's vocabulary "
+    "and class rules (λ from the run's last eval, else tuned on its valid).",
+)
+@click.option(
+    "--corpus",
+    "corpus_dir",
+    default=None,
+    metavar="DIR",
+    help="Score another corpus (a directory with train/valid/test) prepared with "
+    "the run's vocabulary and class rules; λ is tuned on its valid.",
+)
 @input_format_option
 @out_option("Where the tables' JSON goes [RUN/tables_<split>.json, RUN/tables_text.json].")
-@click.option("--lambda-objective", type=click.Choice(["table", "global"]), default="table",
-              show_default=True, help="With the NSLM: tune the ensemble's λ on valid "
-              "Numbers/Locations (table) or Global perplexity.")  # fmt: skip
+@click.option(
+    "--lambda-objective",
+    type=click.Choice(["table", "global"]),
+    default="table",
+    show_default=True,
+    help="With the NSLM: tune the ensemble's λ on valid "
+    "Numbers/Locations (table) or Global perplexity.",
+)
 @click.option("--max-tokens", type=int, default=0, help="Score only a prefix (0 = all).")
-@click.option("--ngram", "ngram_order", type=int, default=None, metavar="N",
-              help="Add an N-gram column (modified KN on train) and, with the NSLM, an "
-              "N-gram NSLM column; without it, the N-gram's global perplexity.")  # fmt: skip
+@click.option(
+    "--ngram",
+    "ngram_order",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Add an N-gram column (modified KN on train) and, with the NSLM, an "
+    "N-gram NSLM column; without it, the N-gram's global perplexity.",
+)
 @paper_options
 @intervention_options
 def eval_command(
@@ -156,8 +189,10 @@ def eval_command(
 
     if is_word_pos_run(run):
         if text_file or corpus_dir or ngram_order or max_tokens or PaperExtras(**paper).wanted:
-            raise NslmError("a word+POS run is scored on its own tagged corpus: no --text, "
-                            "--corpus, --ngram, --max-tokens or the paper's extras")  # fmt: skip
+            raise NslmError(
+                "a word+POS run is scored on its own tagged corpus: no --text, "
+                "--corpus, --ngram, --max-tokens or the paper's extras"
+            )
         _eval_word_pos(run, splits, out)
         return
     if ngram_order is not None and not 1 <= ngram_order <= MAX_ORDER:
@@ -168,8 +203,9 @@ def eval_command(
     outside = text_file is not None or corpus_dir is not None
     if extras.wanted and (model_kind == "neural" or outside):
         what = "--model neural" if model_kind == "neural" else "--text/--corpus"
-        raise NslmError(f"--cache, --crnn, --best and --by-rarity need the run's NSLM tables, "
-                        f"not {what}")  # fmt: skip
+        raise NslmError(
+            f"--cache, --crnn, --best and --by-rarity need the run's NSLM tables, not {what}"
+        )
     if (ngram_order or extras.wanted) and outside:
         raise NslmError("--ngram and the paper's extras score the run's own corpus only")
     if extras.wanted and not (run / "micro.json").is_file():
@@ -183,11 +219,18 @@ def eval_command(
     if extras.wanted or use_nslm(run, model_kind, "eval"):
         factories = extras.factories(_ngram_factories(ngram_order))
         eval_tables(
-            run, splits, lambda_objective, max_tokens, factories,
-            keep_features=extras.keep_features, texts=texts,
+            run,
+            splits,
+            lambda_objective,
+            max_tokens,
+            factories,
+            keep_features=extras.keep_features,
+            texts=texts,
             best=extras.best_grid if extras.best else None,
-            lambdas=lambdas, out=out, plain=plain,
-        )  # fmt: skip
+            lambdas=lambdas,
+            out=out,
+            plain=plain,
+        )
         extras.finish(run)
         return
     _eval_heads(run, splits, max_tokens, ngram_order, texts, out, plain, intervene)
@@ -261,8 +304,10 @@ def _eval_heads(
             click.echo(render_text_figures(text))
             row["text"] = text
         if "bits_per_byte" in row:
-            click.echo(f"{split}: {row['bits_per_byte']:.3f} bits per byte (lower is better), "
-                       f"next-byte accuracy {row['accuracy']:.3f}")  # fmt: skip
+            click.echo(
+                f"{split}: {row['bits_per_byte']:.3f} bits per byte (lower is better), "
+                f"next-byte accuracy {row['accuracy']:.3f}"
+            )
             continue
         shown = "  ".join(f"{k.removeprefix('ppl_').upper()} {v:.2f}" for k, v in row.items())
         click.echo(f"{split}: global perplexity (lower is better)  {shown}")

@@ -35,35 +35,67 @@ def _numbers(given: tuple[str, ...] | None, kind: type, option: str) -> tuple | 
 def paper_options(command: Callable) -> Callable:
     """The click options of the paper's extras, outermost last."""
     options = [
-        click.option("--cache", is_flag=True,
-                     help="Add a neural-cache column for every model (the paper's Num/Geo "
-                     "Cache rows; window, θ, λ tuned on valid)."),
-        list_option("--cache-window", metavar="W1,W2,…",
-                    help="Cache windows to try [100,250,500,1000; --best: 500,1000,2000,"
-                    "3000,5000]."),
-        list_option("--cache-theta", metavar="T1,T2,…",
-                    help="Cache θ values to try [0.1,0.25,0.5,0.75,1; --best: 0.25,0.5,0.75,1]."),
-        list_option("--cache-lambda", metavar="L1,L2,…",
-                    help="Cache λ values to try, in (0, 1] [0.05,0.1,…,0.7]."),
-        click.option("--crnn", is_flag=True,
-                     help="Add the CRNN column (a char-LSTM per class, trained once)."),
-        click.option("--crnn-dir", type=click.Path(file_okay=False, path_type=Path),
-                     default=None, help="Where the CRNN weights are kept [RUN/crnn]."),
-        click.option("--crnn-steps", type=click.IntRange(1, 10**6), default=1500,
-                     show_default=True, help="CRNN training steps per class, at least "
-                     "(3 epochs if more; batch 64)."),
-        click.option("--crnn-max-seconds", type=click.FloatRange(min=0, min_open=True),
-                     default=300.0, show_default=True,
-                     help="Cap on each class's CRNN training time."),
-        click.option("--best", is_flag=True,
-                     help="Add NSLM-best, the strongest proper model: NNLM, NSLM (with "
-                     "context micro-models if fitted), 5-gram, 5-gram NSLM and the neural, "
-                     "class and unigram caches interpolated, every weight and window tuned "
-                     "on valid (implies --ngram 5)."),
-        click.option("--by-rarity", is_flag=True,
-                     help="Perplexity per training-count bucket for every column (Figure 3): "
-                     "RUN/rarity_<split>.json and .png."),
-    ]  # fmt: skip
+        click.option(
+            "--cache",
+            is_flag=True,
+            help="Add a neural-cache column for every model (the paper's Num/Geo "
+            "Cache rows; window, θ, λ tuned on valid).",
+        ),
+        list_option(
+            "--cache-window",
+            metavar="W1,W2,…",
+            help="Cache windows to try [100,250,500,1000; --best: 500,1000,2000,3000,5000].",
+        ),
+        list_option(
+            "--cache-theta",
+            metavar="T1,T2,…",
+            help="Cache θ values to try [0.1,0.25,0.5,0.75,1; --best: 0.25,0.5,0.75,1].",
+        ),
+        list_option(
+            "--cache-lambda",
+            metavar="L1,L2,…",
+            help="Cache λ values to try, in (0, 1] [0.05,0.1,…,0.7].",
+        ),
+        click.option(
+            "--crnn",
+            is_flag=True,
+            help="Add the CRNN column (a char-LSTM per class, trained once).",
+        ),
+        click.option(
+            "--crnn-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="Where the CRNN weights are kept [RUN/crnn].",
+        ),
+        click.option(
+            "--crnn-steps",
+            type=click.IntRange(1, 10**6),
+            default=1500,
+            show_default=True,
+            help="CRNN training steps per class, at least (3 epochs if more; batch 64).",
+        ),
+        click.option(
+            "--crnn-max-seconds",
+            type=click.FloatRange(min=0, min_open=True),
+            default=300.0,
+            show_default=True,
+            help="Cap on each class's CRNN training time.",
+        ),
+        click.option(
+            "--best",
+            is_flag=True,
+            help="Add NSLM-best, the strongest proper model: NNLM, NSLM (with "
+            "context micro-models if fitted), 5-gram, 5-gram NSLM and the neural, "
+            "class and unigram caches interpolated, every weight and window tuned "
+            "on valid (implies --ngram 5).",
+        ),
+        click.option(
+            "--by-rarity",
+            is_flag=True,
+            help="Perplexity per training-count bucket for every column (Figure 3): "
+            "RUN/rarity_<split>.json and .png.",
+        ),
+    ]
     for option in reversed(options):
         command = option(command)
     return command
@@ -90,8 +122,11 @@ class PaperExtras:
         from nslm.evaluation.cache_column import CacheGrid
         from nslm.models.char_rnn import CharRNNConfig
 
-        given = {"--cache-window": cache_window, "--cache-theta": cache_theta,
-                 "--cache-lambda": cache_lambda}  # fmt: skip
+        given = {
+            "--cache-window": cache_window,
+            "--cache-theta": cache_theta,
+            "--cache-lambda": cache_lambda,
+        }
         stray = [name for name, value in given.items() if value]
         if stray and not (cache or best):
             raise NslmError(f"{stray[0]} needs --cache or --best")
@@ -105,8 +140,9 @@ class PaperExtras:
         )
         # NSLM-best's cache: the same windows and θ when given, else a wider grid (its
         # weights replace the λ grid: EM finds them)
-        self.best_grid = CacheGrid(windows=windows or BEST_GRID.windows,
-                                   thetas=thetas or BEST_GRID.thetas)  # fmt: skip
+        self.best_grid = CacheGrid(
+            windows=windows or BEST_GRID.windows, thetas=thetas or BEST_GRID.thetas
+        )
         self.cache, self.crnn, self.best, self.by_rarity = cache, crnn, best, by_rarity
         self.crnn_dir = crnn_dir
         # ~1,500 steps of 64 tokens bring every WikiText-2 class's CRNN to about its class
@@ -174,9 +210,12 @@ class PaperExtras:
             for table, data in tables.items():
                 title = f"{TABLES[table][1] or 'User'} tokens by training count ({split})"
                 click.echo(render_rarity(data, title) + "\n")
-            payload = {"run": str(run), "split": split,
-                       "buckets": [[label, low, high] for label, low, high in BUCKETS],
-                       "tables": tables}  # fmt: skip
+            payload = {
+                "run": str(run),
+                "split": split,
+                "buckets": [[label, low, high] for label, low, high in BUCKETS],
+                "tables": tables,
+            }
             path = Path(run) / f"rarity_{split}.json"
             write_json_atomic(path, payload)
             png = Path(run) / f"rarity_{split}.png"

@@ -57,8 +57,9 @@ def outside_splits(
         lambdas = {"global": saved.lambda_global, **saved.tables}
         click.echo(f"eval: λ of the ensemble from {saved.path}", err=True)
     elif (run / "micro.json").is_file():
-        click.echo("eval: no saved λ (run 'nslm eval RUN' once): tuning on the run's valid",
-                   err=True)  # fmt: skip
+        click.echo(
+            "eval: no saved λ (run 'nslm eval RUN' once): tuning on the run's valid", err=True
+        )
     return {"text": text.split}, {"text": text}, ("text",), lambdas
 
 

@@ -34,14 +34,28 @@ NSLM = "nslm"
 @click.argument("run", type=click.Path(path_type=Path))
 @click.argument("prompt", required=False, default=None)
 @hidden_alias("--prompt", "prompt")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=50, show_default=True,
-              help="How many tokens to generate.")  # fmt: skip
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="How many tokens to generate.",
+)
 @click.option("--temperature", type=float, default=1.0, show_default=True, help="0 = greedy.")
-@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Sample among the k likeliest tokens only (0 = all).")  # fmt: skip
-@click.option("--top-p", type=click.FloatRange(0.0, 1.0, min_open=True), default=1.0,
-              show_default=True, help="Nucleus sampling: among the likeliest tokens whose "
-              "probabilities add up to p (1 = all).")  # fmt: skip
+@click.option(
+    "--top-k",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Sample among the k likeliest tokens only (0 = all).",
+)
+@click.option(
+    "--top-p",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Nucleus sampling: among the likeliest tokens whose probabilities add up to p (1 = all).",
+)
 @click.option("--seed", type=int, default=None, help="Fix the random draws.")
 @model_option("generate")
 @click.option(
@@ -52,12 +66,20 @@ NSLM = "nslm"
 @click.option(
     "--show-classes", is_flag=True, help="NSLM: print each generated class token as token/<class>."
 )
-@click.option("--neuron", type=click.IntRange(min=0), default=None,
-              help="Byte LM: colour each byte by this neuron's tanh(cell state) (+1 red, "
-              "−1 blue) in the terminal.")  # fmt: skip
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Byte LM, with --neuron: also write the coloured text "
-              "as an HTML page.")  # fmt: skip
+@click.option(
+    "--neuron",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Byte LM: colour each byte by this neuron's tanh(cell state) (+1 red, "
+    "−1 blue) in the terminal.",
+)
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Byte LM, with --neuron: also write the coloured text as an HTML page.",
+)
 @intervention_options
 @micro_kind_option
 @input_format_option
@@ -105,8 +127,10 @@ def generate_command(
 
     if is_word_pos_run(run):
         if neuron is not None or html_out is not None or head or show_classes:
-            raise NslmError("a word+POS run samples (word, tag) pairs: no --neuron, --html, "
-                            "--head or --show-classes")  # fmt: skip
+            raise NslmError(
+                "a word+POS run samples (word, tag) pairs: no --neuron, --html, "
+                "--head or --show-classes"
+            )
         _generate_word_pos(run, prompt, max_tokens, sampler)
         return
     if neuron is not None or html_out is not None:
@@ -129,8 +153,9 @@ def generate_command(
         opened = open_run(run, micro=micro_kind if nslm else "none")
         form = opened.text_form
         if nslm:
-            tokens, generated = _generate_nslm(opened, prompt, max_tokens, sampler,
-                                               show_classes, input_format)  # fmt: skip
+            tokens, generated = _generate_nslm(
+                opened, prompt, max_tokens, sampler, show_classes, input_format
+            )
         else:
             tokens = _prompt_tokens(prompt, form, input_format)
             generated = _generate_neural(opened, tokens, max_tokens, sampler, head)

@@ -45,23 +45,53 @@ INTERVENTION_KEYS = ("ablate", "ablate_mode", "clamp", "steer", "steer_at", "ste
 
 def intervention_options(command: Callable) -> Callable:
     """The byte LM changed at every step while it runs (nslm.models.intervention)."""
-    for option in reversed([
-        click.option("--ablate", multiple=True, metavar="UNIT[,UNIT…]", callback=_parsed(_units),
-                     help="Byte LM: set these units' cell and hidden values at every step "
-                     "(to 0, or their mean: --ablate-mode)."),
-        click.option("--ablate-mode", type=click.Choice(["zero", "mean"]), default="zero",
-                     show_default=True, help="What an ablated unit holds: 0, or its mean "
-                     "over the run's valid text."),
-        click.option("--clamp", multiple=True, metavar="UNIT=VALUE[,…]", callback=_parsed(_clamp),
-                     help="Byte LM: fix these units' cell values at every step."),
-        click.option("--steer", default=None, metavar="SOURCE", help="Byte LM: add a direction "
-                     "at every step: probe:FILE, output:BYTES, random:SEED, or a file of numbers."),
-        list_option("--steer-at", choices=("cell", "hidden", "candidate"),
-                    metavar="PLACE[,PLACE]", help="Where --steer adds: cell, hidden, candidate "
-                    "(the cell candidate's pre-activation) [hidden]."),
-        click.option("--steer-scale", type=float, default=1.0, show_default=True,
-                     help="α: --steer adds α times the direction."),
-    ]):  # fmt: skip
+    for option in reversed(
+        [
+            click.option(
+                "--ablate",
+                multiple=True,
+                metavar="UNIT[,UNIT…]",
+                callback=_parsed(_units),
+                help="Byte LM: set these units' cell and hidden values at every step "
+                "(to 0, or their mean: --ablate-mode).",
+            ),
+            click.option(
+                "--ablate-mode",
+                type=click.Choice(["zero", "mean"]),
+                default="zero",
+                show_default=True,
+                help="What an ablated unit holds: 0, or its mean over the run's valid text.",
+            ),
+            click.option(
+                "--clamp",
+                multiple=True,
+                metavar="UNIT=VALUE[,…]",
+                callback=_parsed(_clamp),
+                help="Byte LM: fix these units' cell values at every step.",
+            ),
+            click.option(
+                "--steer",
+                default=None,
+                metavar="SOURCE",
+                help="Byte LM: add a direction "
+                "at every step: probe:FILE, output:BYTES, random:SEED, or a file of numbers.",
+            ),
+            list_option(
+                "--steer-at",
+                choices=("cell", "hidden", "candidate"),
+                metavar="PLACE[,PLACE]",
+                help="Where --steer adds: cell, hidden, candidate "
+                "(the cell candidate's pre-activation) [hidden].",
+            ),
+            click.option(
+                "--steer-scale",
+                type=float,
+                default=1.0,
+                show_default=True,
+                help="α: --steer adds α times the direction.",
+            ),
+        ]
+    ):
         command = option(command)
     return command
 

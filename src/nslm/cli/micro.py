@@ -33,9 +33,12 @@ _corpus = corpus_option()
 _classes = classes_option(help="Which classes the corpus is prepared with [all].", default=None)
 _only = list_option("--only", help="Only these classes, e.g. year,city [every class].")
 _plugin = click.option(
-    "--plugin", "plugins", multiple=True, metavar="FILE.py|MODULE",
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="FILE.py|MODULE",
     help="A .py file or module that registers metrics/PDFs (repeatable).",
-)  # fmt: skip
+)
 
 
 def corpus_source(command):
@@ -70,23 +73,46 @@ def micro_group() -> None:
 @list_option("--metric", "metrics", help="Limit the grid to these metrics.")
 @list_option("--pdf", "pdfs", help="Limit the grid to these PDFs.")
 @_plugin
-@click.option("--class-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="TOML of classes (regex, metrics, pdfs) and plug-ins: with RUN it limits "
-              "the grid of the run's classes, without RUN it adds user classes.")  # fmt: skip
+@click.option(
+    "--class-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="TOML of classes (regex, metrics, pdfs) and plug-ins: with RUN it limits "
+    "the grid of the run's classes, without RUN it adds user classes.",
+)
 @out_option("Where to write micro.json [RUN/micro.json; required without RUN].")
 @_corpus
 @_classes
 @prepared_dir_option
-@click.option("--context", is_flag=True, help="After micro.json: fit RUN's context-aware "
-              "micro-models (a gate or a shift on the LM's state, per class the best on "
-              "valid).")  # fmt: skip
-@click.option("--components", type=click.IntRange(1, 20), default=3, show_default=True,
-              help="With --context: grid cells per class, before the restricted "
-              "parts.")  # fmt: skip
-def fit(run: Path | None, fast: bool, only: tuple[str, ...], metrics: tuple[str, ...],
-        pdfs: tuple[str, ...], plugins: tuple[str, ...], class_file: Path | None,
-        out: Path | None, corpus: str | None, classes: str | None,
-        prepared_dir: Path | None, context: bool, components: int) -> None:  # fmt: skip
+@click.option(
+    "--context",
+    is_flag=True,
+    help="After micro.json: fit RUN's context-aware "
+    "micro-models (a gate or a shift on the LM's state, per class the best on "
+    "valid).",
+)
+@click.option(
+    "--components",
+    type=click.IntRange(1, 20),
+    default=3,
+    show_default=True,
+    help="With --context: grid cells per class, before the restricted parts.",
+)
+def fit(
+    run: Path | None,
+    fast: bool,
+    only: tuple[str, ...],
+    metrics: tuple[str, ...],
+    pdfs: tuple[str, ...],
+    plugins: tuple[str, ...],
+    class_file: Path | None,
+    out: Path | None,
+    corpus: str | None,
+    classes: str | None,
+    prepared_dir: Path | None,
+    context: bool,
+    components: int,
+) -> None:
     """Exhaustive {metric, PDF} grid search per class on validation (paper Table 1, step 4).
 
     With RUN (a training run): its corpus and classes; writes RUN/micro.json, the selected
@@ -100,8 +126,9 @@ def fit(run: Path | None, fast: bool, only: tuple[str, ...], metrics: tuple[str,
     if context:
         from nslm.cli.context_micro import fit_context
 
-        if run is None or any([fast, only, metrics, pdfs, plugins, class_file, out, corpus,
-                               classes, prepared_dir]):  # fmt: skip
+        if run is None or any(
+            [fast, only, metrics, pdfs, plugins, class_file, out, corpus, classes, prepared_dir]
+        ):
             raise NslmError(
                 "--context takes RUN and --components only (after 'nslm micro fit RUN')"
             )
@@ -116,8 +143,16 @@ def fit(run: Path | None, fast: bool, only: tuple[str, ...], metrics: tuple[str,
     if run is not None:
         if corpus or classes or prepared_dir:
             raise NslmError("RUN brings its own corpus: drop --corpus, --classes, --prepared-dir")
-        _fit_run(run, fast, list(only) or None, list(metrics) or None, list(pdfs) or None,
-                 plugins, class_file, out)  # fmt: skip
+        _fit_run(
+            run,
+            fast,
+            list(only) or None,
+            list(metrics) or None,
+            list(pdfs) or None,
+            plugins,
+            class_file,
+            out,
+        )
         return
     if out is None:
         raise NslmError(
@@ -128,8 +163,16 @@ def fit(run: Path | None, fast: bool, only: tuple[str, ...], metrics: tuple[str,
         from nslm.runs.micro import SLOW_PDFS
 
         pdfs = tuple(p for p in pdf_names() if p not in SLOW_PDFS)
-    _fit_corpus(corpus or DEFAULT_CORPUS, classes or "all", prepared_dir, list(only) or None,
-                list(metrics) or None, list(pdfs) or None, class_file, out)  # fmt: skip
+    _fit_corpus(
+        corpus or DEFAULT_CORPUS,
+        classes or "all",
+        prepared_dir,
+        list(only) or None,
+        list(metrics) or None,
+        list(pdfs) or None,
+        class_file,
+        out,
+    )
 
 
 fit_micro_command = click.Command(
@@ -143,9 +186,16 @@ fit_micro_command = click.Command(
 )
 
 
-def _fit_run(run: Path, fast: bool, only: list[str] | None, metrics: list[str] | None,
-             pdfs: list[str] | None, plugins: tuple[str, ...], class_file: Path | None,
-             out: Path | None) -> None:  # fmt: skip
+def _fit_run(
+    run: Path,
+    fast: bool,
+    only: list[str] | None,
+    metrics: list[str] | None,
+    pdfs: list[str] | None,
+    plugins: tuple[str, ...],
+    class_file: Path | None,
+    out: Path | None,
+) -> None:
     from nslm.runs.load import load_run
     from nslm.runs.micro import fit_run_micro, write_run_micro
 
@@ -156,17 +206,30 @@ def _fit_run(run: Path, fast: bool, only: list[str] | None, metrics: list[str] |
         click.echo(f"  grid search <{name}>  ({time.perf_counter() - start:.0f} s)", err=True)
 
     payload = fit_run_micro(
-        loaded, only=only, fast=fast, metrics=metrics, pdfs=pdfs, plugins=plugins,
-        class_file=class_file, progress=progress,
-    )  # fmt: skip
+        loaded,
+        only=only,
+        fast=fast,
+        metrics=metrics,
+        pdfs=pdfs,
+        plugins=plugins,
+        class_file=class_file,
+        progress=progress,
+    )
     path = write_run_micro(loaded, payload, out)
     _print_summary(payload)
     click.echo(f"wrote {path} ({time.perf_counter() - start:.0f} s)")
 
 
-def _fit_corpus(corpus: str, classes: str, prepared_dir: Path | None, only: list[str] | None,
-                metrics: list[str] | None, pdfs: list[str] | None, class_file: Path | None,
-                out: Path) -> None:  # fmt: skip
+def _fit_corpus(
+    corpus: str,
+    classes: str,
+    prepared_dir: Path | None,
+    only: list[str] | None,
+    metrics: list[str] | None,
+    pdfs: list[str] | None,
+    class_file: Path | None,
+    out: Path,
+) -> None:
     from nslm.micro.pipeline import fit_micro
     from nslm.micro.plugins import load_class_file
     from nslm.micro.store import write_micro_json
@@ -179,9 +242,13 @@ def _fit_corpus(corpus: str, classes: str, prepared_dir: Path | None, only: list
         raise NslmError(f"nothing to fit: --classes {classes} tags no class{where}")
     with console.status("fitting") as status:
         _, payload = fit_micro(
-            prepared, names=only, user_classes=users, metrics=metrics, pdfs=pdfs,
+            prepared,
+            names=only,
+            user_classes=users,
+            metrics=metrics,
+            pdfs=pdfs,
             progress=lambda name: status.update(f"grid search <{name}>"),
-        )  # fmt: skip
+        )
     write_micro_json(out, payload)
     _print_summary(payload)
     console.print(f"wrote {out}")
@@ -189,11 +256,22 @@ def _fit_corpus(corpus: str, classes: str, prepared_dir: Path | None, only: list
 
 @micro_group.command("eval")
 @corpus_source
-@click.option("--micro", "micro_path", type=click.Path(dir_okay=False, path_type=Path),
-              required=True, help="A micro.json from 'nslm micro fit'.")  # fmt: skip
+@click.option(
+    "--micro",
+    "micro_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="A micro.json from 'nslm micro fit'.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def eval_(corpus: str | None, classes: str | None, prepared_dir: Path | None,
-          plugins: tuple[str, ...], micro_path: Path, as_json: bool) -> None:  # fmt: skip
+def eval_(
+    corpus: str | None,
+    classes: str | None,
+    prepared_dir: Path | None,
+    plugins: tuple[str, ...],
+    micro_path: Path,
+    as_json: bool,
+) -> None:
     """P_MM vs class-unigram perplexity per class on valid and test, from a micro.json."""
     from nslm.evaluation.class_perplexity import perplexity
     from nslm.micro.model import unigram_log_probs
@@ -204,8 +282,7 @@ def eval_(corpus: str | None, classes: str | None, prepared_dir: Path | None,
     models = load_micro_models(micro_path, prepared)
     rows = {}
     for name, model in models.items():
-        rows[name] = {"metric": model.metric.name, "context": model.context,
-                      "pdf": model.pdf.name}  # fmt: skip
+        rows[name] = {"metric": model.metric.name, "context": model.context, "pdf": model.pdf.name}
         for split_name in ("valid", "test"):
             split = prepared.splits[split_name]
             positions, index = model.cls.positions(split)
@@ -253,8 +330,12 @@ def _print_summary(payload: dict) -> None:
         ev = entry.get("evaluation", {})
         v, t = ev.get("valid", {}), ev.get("test", {})
         table.add_row(
-            f"<{name}>", f"{sel['metric']} + {pdf} ({sel['context']})",
-            _fmt(v.get("mm_ppl")), _fmt(v.get("unigram_ppl")),
-            _fmt(t.get("mm_ppl")), _fmt(t.get("unigram_ppl")), str(t.get("tokens", "-")),
-        )  # fmt: skip
+            f"<{name}>",
+            f"{sel['metric']} + {pdf} ({sel['context']})",
+            _fmt(v.get("mm_ppl")),
+            _fmt(v.get("unigram_ppl")),
+            _fmt(t.get("mm_ppl")),
+            _fmt(t.get("unigram_ppl")),
+            str(t.get("tokens", "-")),
+        )
     Console(width=120).print(table)

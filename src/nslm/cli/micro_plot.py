@@ -21,17 +21,37 @@ from nslm.errors import NslmError
 @run_argument(required=False)
 @corpus_source
 @_only
-@click.option("--micro", "micro_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Plot the selected models of this micro.json.")  # fmt: skip
+@click.option(
+    "--micro",
+    "micro_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Plot the selected models of this micro.json.",
+)
 @click.option("--metric", default=None, help="Without --micro: fit this metric (e.g. diff).")
 @click.option("--pdf", default=None, help="Without --micro: fit this PDF (e.g. gaussian).")
-@click.option("--context", type=click.Choice(["class", "family"]), default="class",
-              show_default=True, help="Without --micro: the metric's context, the previous "
-              "token of the same class or of the same family (numbers, places).")  # fmt: skip
+@click.option(
+    "--context",
+    type=click.Choice(["class", "family"]),
+    default="class",
+    show_default=True,
+    help="Without --micro: the metric's context, the previous "
+    "token of the same class or of the same family (numbers, places).",
+)
 @out_option("Directory for the PNG files [RUN/plots with RUN].", directory=True)
-def plot(run: Path | None, corpus: str | None, classes: str | None, only: tuple[str, ...],
-         prepared_dir: Path | None, plugins: tuple[str, ...], micro_path: Path | None,
-         metric: str | None, pdf: str | None, context: str, out: Path | None) -> None:  # fmt: skip
+def plot(
+    run: Path | None,
+    corpus: str | None,
+    classes: str | None,
+    only: tuple[str, ...],
+    prepared_dir: Path | None,
+    plugins: tuple[str, ...],
+    micro_path: Path | None,
+    metric: str | None,
+    pdf: str | None,
+    context: str,
+    out: Path | None,
+) -> None:
     """Draw each fitted PDF over its training histogram (paper Figure 2: year diff).
 
     With RUN (a training run after 'nslm micro fit RUN'): the run's corpus and micro.json.

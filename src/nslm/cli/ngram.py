@@ -50,8 +50,13 @@ def ngram_group() -> None:
 @corpus_option(default=None, help="A known corpus name, or a directory of train/valid/test files.")
 @out_option("The directory to write the model to.", directory=True)
 @click.option("--order", type=int, default=5, show_default=True, help=f"n, 1..{MAX_ORDER}.")
-@click.option("--method", type=click.Choice(METHODS), default="kn", show_default=True,
-              help="kn: modified Kneser-Ney; mle: maximum likelihood; add-k: add --k.")  # fmt: skip
+@click.option(
+    "--method",
+    type=click.Choice(METHODS),
+    default="kn",
+    show_default=True,
+    help="kn: modified Kneser-Ney; mle: maximum likelihood; add-k: add --k.",
+)
 @click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k of add-k.")
 @classes_option(help="Which classes the corpus is prepared with.")
 @click.option("--tagged", is_flag=True, help="Replace class tokens by their class tags.")
@@ -109,14 +114,20 @@ def build(
 
 @ngram_group.command("eval")
 @click.argument("model_path", metavar="MODEL", type=click.Path(path_type=Path))
-@click.option("--split", type=click.Choice(["train", "valid", "test"]), default="test",
-              show_default=True, help="The split to score.")  # fmt: skip
+@click.option(
+    "--split",
+    type=click.Choice(["train", "valid", "test"]),
+    default="test",
+    show_default=True,
+    help="The split to score.",
+)
 @corpus_option(default=None, help="Corpus to score on [the model's own; wikitext-2 for ARPA].")
 @classes_option(default=None, help="Classes of the per-class rows [the model's own; all].")
 @click.option("--raw", is_flag=True, help="Score an ARPA MODEL on the raw text stream.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@out_option("Also write the JSON to this file (--output is the same option).",
-            aliases=("--output",))  # fmt: skip
+@out_option(
+    "Also write the JSON to this file (--output is the same option).", aliases=("--output",)
+)
 @prepared_dir_option
 def evaluate(
     model_path: Path,
@@ -187,8 +198,9 @@ def evaluate(
 
 @ngram_group.command("export-arpa")
 @click.argument("model_path", metavar="MODEL", type=click.Path(path_type=Path))
-@click.argument("out_arg", metavar="[OUT]", required=False,
-                type=click.Path(dir_okay=False, path_type=Path))  # fmt: skip
+@click.argument(
+    "out_arg", metavar="[OUT]", required=False, type=click.Path(dir_okay=False, path_type=Path)
+)
 @out_option("The ARPA file to write (or give it as OUT).")
 def export_arpa(model_path: Path, out_arg: Path | None, out: Path | None) -> None:
     """Write MODEL as an ARPA file -o OUT (readable by KenLM, SRILM, …)."""

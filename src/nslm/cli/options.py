@@ -133,9 +133,15 @@ def out_option(help: str, *, directory: bool = False, required: bool = False, al
 def run_dir_option(help: str, default: Path | None = None):
     """``-o/--out DIR`` (``--run-dir`` the same option): the run a command writes."""
     return click.option(
-        "-o", "--out", "--run-dir", "run_dir", type=click.Path(file_okay=False, path_type=Path),
-        default=default, show_default=default is not None, help=help,
-    )  # fmt: skip
+        "-o",
+        "--out",
+        "--run-dir",
+        "run_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
 
 
 def pick_corpus(option: str | None, positional: str | None, default: str = DEFAULT_CORPUS) -> str:
@@ -240,19 +246,29 @@ def is_byte_run(run: Path) -> bool:
 # -- text in and out: one spelling on every command that reads or writes words (docs/text.md)
 
 input_format_option = click.option(
-    "--input-format", type=click.Choice(["plain", "tokenized"]), default="plain",
-    show_default=True, help="How the text is written: plain (tokenized here by the run's "
+    "--input-format",
+    type=click.Choice(["plain", "tokenized"]),
+    default="plain",
+    show_default=True,
+    help="How the text is written: plain (tokenized here by the run's "
     "rules, e.g. '1914,' reads as '1914 ,') or tokenized (already in the corpus's tokens, "
     "e.g. WikiText's '1 @,@ 000'; read as it is).",
-)  # fmt: skip
+)
 output_format_option = click.option(
-    "--output-format", type=click.Choice(["plain", "tokenized"]), default="plain",
-    show_default=True, help="How words are written back: plain text, or the model's tokens "
+    "--output-format",
+    type=click.Choice(["plain", "tokenized"]),
+    default="plain",
+    show_default=True,
+    help="How words are written back: plain text, or the model's tokens "
     "(as the corpus writes them).",
-)  # fmt: skip
+)
 
 micro_kind_option = click.option(
-    "--micro", "micro_kind", type=click.Choice(["auto", "plain", "context"]), default="auto",
-    show_default=True, help="The micro-models: the context-aware ones when RUN has them "
+    "--micro",
+    "micro_kind",
+    type=click.Choice(["auto", "plain", "context"]),
+    default="auto",
+    show_default=True,
+    help="The micro-models: the context-aware ones when RUN has them "
     "(auto; 'nslm micro fit RUN --context'), the plain ones, or the context-aware ones.",
-)  # fmt: skip
+)

@@ -32,13 +32,23 @@ from nslm.json_policy import json_text
 )
 @micro_kind_option
 @input_format_option
-@click.option("--open-vocab", is_flag=True,
-              help="Also list NSLM-open's top-k: years, numbers and places outside the "
-              "vocabulary compete (new members marked *).")  # fmt: skip
+@click.option(
+    "--open-vocab",
+    is_flag=True,
+    help="Also list NSLM-open's top-k: years, numbers and places outside the "
+    "vocabulary compete (new members marked *).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def predict_command(run: Path, prompt: str, k: int, lam: float | None, micro_kind: str,
-                    as_json: bool, input_format: str = "plain", open_vocab: bool = False,
-                    ) -> None:  # fmt: skip
+def predict_command(
+    run: Path,
+    prompt: str,
+    k: int,
+    lam: float | None,
+    micro_kind: str,
+    as_json: bool,
+    input_format: str = "plain",
+    open_vocab: bool = False,
+) -> None:
     """Top-k next tokens of PROMPT under the NNLM and the NSLM, with P(class) × P_MM.
 
     PROMPT is plain text ("in 1914, and died in"), tokenized by the run's rules; the first
@@ -61,7 +71,14 @@ def predict_command(run: Path, prompt: str, k: int, lam: float | None, micro_kin
         from nslm.runs.micro import load_run_micro
 
         open_classes = fit_open(load_run_micro(opened.loaded))
-        result["open"] = open_predict_many(opened.loaded, opened.micro, open_classes, [prompt],
-                                           k=k, lam=lam, input_format=input_format)[0]  # fmt: skip
+        result["open"] = open_predict_many(
+            opened.loaded,
+            opened.micro,
+            open_classes,
+            [prompt],
+            k=k,
+            lam=lam,
+            input_format=input_format,
+        )[0]
     text = render(result) + ("\n\n" + render_open(result["open"]) if open_vocab else "")
     click.echo(json_text(result) if as_json else text)

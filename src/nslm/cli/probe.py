@@ -15,8 +15,13 @@ from nslm.cli.intervention_options import (
 from nslm.cli.options import out_option, run_argument
 from nslm.json_policy import json_text
 
-_batch = click.option("--batch-size", type=click.IntRange(1), default=128, show_default=True,
-                      help="Texts per LSTM batch when reading states.")  # fmt: skip
+_batch = click.option(
+    "--batch-size",
+    type=click.IntRange(1),
+    default=128,
+    show_default=True,
+    help="Texts per LSTM batch when reading states.",
+)
 _json = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 _no_figures = click.option("--no-figures", is_flag=True, help="Write no PNG/HTML figures.")
 
@@ -105,10 +110,21 @@ def probe_group() -> None:
 @_no_figures
 @_json
 @intervention_options
-def sentiment_command(run: Path, dataset: str, last_bytes: int | None, n_train: int | None,
-                      n_dev: int, n_test: int | None, no_bow: bool, raw: bool,
-                      out: Path | None, batch_size: int, no_figures: bool, as_json: bool,
-                      **intervene: Any) -> None:  # fmt: skip
+def sentiment_command(
+    run: Path,
+    dataset: str,
+    last_bytes: int | None,
+    n_train: int | None,
+    n_dev: int,
+    n_test: int | None,
+    no_bow: bool,
+    raw: bool,
+    out: Path | None,
+    batch_size: int,
+    no_figures: bool,
+    as_json: bool,
+    **intervene: Any,
+) -> None:
     """Sentiment probe: final cell, mean cell, mean hidden state and both means of each text.
 
     Each text is read as a review in the LM's training stream (after the separator, then a
@@ -126,10 +142,19 @@ def sentiment_command(run: Path, dataset: str, last_bytes: int | None, n_train: 
     loaded = _load(run, intervene)
     out = out or _folder(run, f"sentiment-{dataset}", intervene)
     summary = pipeline.sentiment(
-        loaded, out, dataset=dataset, last_bytes=last_bytes, n_train=n_train, n_dev=n_dev,
-        n_test=n_test, batch_size=batch_size, bow=not no_bow, figures=not no_figures, raw=raw,
+        loaded,
+        out,
+        dataset=dataset,
+        last_bytes=last_bytes,
+        n_train=n_train,
+        n_dev=n_dev,
+        n_test=n_test,
+        batch_size=batch_size,
+        bow=not no_bow,
+        figures=not no_figures,
+        raw=raw,
         log=_log,
-    )  # fmt: skip
+    )
     click.echo(json_text(summary) if as_json else render_sentiment(summary))
 
 
@@ -138,20 +163,27 @@ def render_sentiment(s: dict) -> str:
     cut = f", last {s['last_bytes']} bytes" if s["last_bytes"] else ""
     cut += ", framed as reviews" if s.get("framed") else ", raw"
     lines = [f"{s['dataset']} ({sizes}{cut}): test accuracy", ""]
-    lines.append(f"{'features':<18}{'C':>7}{'dev':>8}{'test':>8}{'non-zero':>10}"
-                 f"{'neuron':>8}{'alone':>8}")  # fmt: skip
+    lines.append(
+        f"{'features':<18}{'C':>7}{'dev':>8}{'test':>8}{'non-zero':>10}{'neuron':>8}{'alone':>8}"
+    )
     for name, p in s["poolings"].items():
         best = " *" if name == s["best_pooling"] else ""
-        lines.append(f"{name:<18}{p['C']:>7g}{p['dev_acc']:>8.3f}{p['test_acc']:>8.3f}"
-                     f"{p['n_nonzero']:>6}/{p['n_neurons']:<4}{p['neuron']:>7}"
-                     f"{p['neuron_test_acc']:>8.3f}{best}")  # fmt: skip
+        lines.append(
+            f"{name:<18}{p['C']:>7g}{p['dev_acc']:>8.3f}{p['test_acc']:>8.3f}"
+            f"{p['n_nonzero']:>6}/{p['n_neurons']:<4}{p['neuron']:>7}"
+            f"{p['neuron_test_acc']:>8.3f}{best}"
+        )
     if "bow" in s:
-        lines.append(f"{'TF-IDF + LR':<18}{s['bow']['C']:>7g}{s['bow']['dev_acc']:>8.3f}"
-                     f"{s['bow']['test_acc']:>8.3f}")  # fmt: skip
+        lines.append(
+            f"{'TF-IDF + LR':<18}{s['bow']['C']:>7g}{s['bow']['dev_acc']:>8.3f}"
+            f"{s['bow']['test_acc']:>8.3f}"
+        )
     lines.append(f"{'majority':<18}{'':>15}{s['majority']['test_acc']:>8.3f}")
     lines.append("")
-    lines.append("* best on dev; 'alone': the neuron with the largest |weight|, one threshold "
-                 "fitted on train")  # fmt: skip
+    lines.append(
+        "* best on dev; 'alone': the neuron with the largest |weight|, one threshold "
+        "fitted on train"
+    )
     return "\n".join(lines)
 
 
@@ -195,9 +227,18 @@ def render_sentiment(s: dict) -> str:
 @_no_figures
 @_json
 @intervention_options
-def pos_command(run: Path, train_bytes: int, n_test: int | None, grouping: str, C: float | None,
-                out: Path | None, batch_size: int, no_figures: bool,
-                as_json: bool, **intervene: Any) -> None:  # fmt: skip
+def pos_command(
+    run: Path,
+    train_bytes: int,
+    n_test: int | None,
+    grouping: str,
+    C: float | None,
+    out: Path | None,
+    batch_size: int,
+    no_figures: bool,
+    as_json: bool,
+    **intervene: Any,
+) -> None:
     """Part-of-speech probes: one-vs-rest L1 logistic regression per tag on the cell state
     of every byte of UD EWT sentences (a byte's tag: its word's XPOS, SPACE between words).
 
@@ -213,9 +254,16 @@ def pos_command(run: Path, train_bytes: int, n_test: int | None, grouping: str, 
     loaded = _load(run, intervene)
     out = out or _folder(run, "pos", intervene)
     summaries = pipeline.pos(
-        loaded, out, train_bytes=train_bytes, n_test=n_test, groupings=groupings, C=C,
-        batch_size=batch_size, figures=not no_figures, log=_log,
-    )  # fmt: skip
+        loaded,
+        out,
+        train_bytes=train_bytes,
+        n_test=n_test,
+        groupings=groupings,
+        C=C,
+        batch_size=batch_size,
+        figures=not no_figures,
+        log=_log,
+    )
     click.echo(json_text(summaries) if as_json else render_pos(summaries))
 
 
@@ -230,7 +278,9 @@ def render_pos(summaries: dict) -> str:
         for k, row in s["rows"].items():
             lines.append(f"{k:<6}{row['acc']:>7.3f}{row['precision']:>7.3f}{row['recall']:>8.3f}")
         space = s.get("space_top3_acc", float("nan"))
-        lines.append(f"majority ({s['majority']['tag']}) {s['majority']['test_acc']:.3f}; "
-                     f"SPACE alone, top 3 neurons: {space:.3f}")  # fmt: skip
+        lines.append(
+            f"majority ({s['majority']['tag']}) {s['majority']['test_acc']:.3f}; "
+            f"SPACE alone, top 3 neurons: {space:.3f}"
+        )
         lines.append("")
     return "\n".join(lines).rstrip()

@@ -12,8 +12,12 @@ from nslm.errors import NslmError
 
 @click.command("serve")
 @click.argument("runs", nargs=-1, required=True, type=RunDir())
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind; the default serves this machine only.")  # fmt: skip
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind; the default serves this machine only.",
+)
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),
@@ -21,15 +25,31 @@ from nslm.errors import NslmError
     show_default=True,
     help="Port to listen on.",
 )
-@click.option("--max-prompt", type=click.IntRange(1), default=2000, show_default=True,
-              help="Longest prompt, prime or review a request may send (characters).")  # fmt: skip
-@click.option("--max-tokens", type=click.IntRange(1), default=200, show_default=True,
-              help="Most tokens (bytes for a byte LM) a request may generate.")  # fmt: skip
-@click.option("--workers", type=click.IntRange(1, 16), default=1, show_default=True,
-              help="Server processes, each with its own copy of the runs: up to one per "
-              "core answers that many requests at once.")  # fmt: skip
-def serve_command(runs: tuple[Path, ...], host: str, port: int, max_prompt: int,
-                  max_tokens: int, workers: int) -> None:  # fmt: skip
+@click.option(
+    "--max-prompt",
+    type=click.IntRange(1),
+    default=2000,
+    show_default=True,
+    help="Longest prompt, prime or review a request may send (characters).",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(1),
+    default=200,
+    show_default=True,
+    help="Most tokens (bytes for a byte LM) a request may generate.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 16),
+    default=1,
+    show_default=True,
+    help="Server processes, each with its own copy of the runs: up to one per "
+    "core answers that many requests at once.",
+)
+def serve_command(
+    runs: tuple[Path, ...], host: str, port: int, max_prompt: int, max_tokens: int, workers: int
+) -> None:
     """Serve a web explorer of RUNS on http://HOST:PORT/ (JSON API under /api, its OpenAPI
     page at /docs): next tokens with the class × micro-model breakdown, generation, and a
     byte LM's neurons and sentiment probe.

@@ -72,9 +72,16 @@ def _launch_processes(cfg: TrainConfig, processes: int, args: list[str]) -> bool
     # show, and a user's own setting wins.
     env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone",
-        f"--nproc-per-node={processes}", "-m", "nslm", "train", *args,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={processes}",
+        "-m",
+        "nslm",
+        "train",
+        *args,
+    ]
     if _is_own_entry_point():
         sys.stdout.flush()
         os.execve(sys.executable, command, env)

@@ -16,8 +16,15 @@ if TYPE_CHECKING:
     from nslm.config.train import TrainConfig
 
 # Spithourakis & Riedel (2018)'s numeral models (models/numerals.py; docs/numerals.md)
-NUMERAL_MODELS = ("softmax", "softmax+rnn", "h-softmax", "h-softmax+rnn", "d-rnn", "mog",
-                  "combination")  # fmt: skip
+NUMERAL_MODELS = (
+    "softmax",
+    "softmax+rnn",
+    "h-softmax",
+    "h-softmax+rnn",
+    "d-rnn",
+    "mog",
+    "combination",
+)
 CHOICES: dict[str, tuple[str, ...]] = {
     "model": ("lstm", "awd", "transformer", "fixed-window", "word-pos"),
     "pos_model": ("word_only", "joint", "eq11", "multitask", "tagger"),
@@ -65,10 +72,14 @@ def _check_word_pos(cfg: TrainConfig) -> None:
             "model = 'word-pos' trains on a tagged corpus ('brown', 'ewt' or 'tagged:DIR') "
             "and a tagged corpus needs model = 'word-pos'"
         )
-    if cfg.model == "word-pos" and min(cfg.vocab_size - 1, cfg.tag_emb_size,
-                                       cfg.shape_emb_size) <= 0:  # fmt: skip
-        raise NslmError("config keys 'vocab_size' (≥ 2), 'tag_emb_size' and 'shape_emb_size' "
-                        "(> 0) are out of range")  # fmt: skip
+    if (
+        cfg.model == "word-pos"
+        and min(cfg.vocab_size - 1, cfg.tag_emb_size, cfg.shape_emb_size) <= 0
+    ):
+        raise NslmError(
+            "config keys 'vocab_size' (≥ 2), 'tag_emb_size' and 'shape_emb_size' "
+            "(> 0) are out of range"
+        )
 
 
 def _check_device(cfg: TrainConfig) -> None:
@@ -93,8 +104,10 @@ def _check_choices(cfg: TrainConfig) -> None:
     if cfg.heads == ["numeral"]:
         _check_numeral(cfg)
     elif not cfg.heads or any(h not in HEAD_NAMES for h in cfg.heads):
-        raise NslmError(f"config key 'heads' must be a non-empty list of {HEAD_NAMES}, or "
-                        "['numeral'] (docs/numerals.md)")  # fmt: skip
+        raise NslmError(
+            f"config key 'heads' must be a non-empty list of {HEAD_NAMES}, or "
+            "['numeral'] (docs/numerals.md)"
+        )
     if cfg.hnlm_top == "shared" and set(cfg.heads) != set(HEAD_NAMES):
         raise NslmError("config key 'hnlm_top' = 'shared' needs heads = ['nnlm', 'hnlm']")
 
@@ -143,8 +156,9 @@ def _check_sparse_embedding(cfg: TrainConfig) -> None:
     if cfg.weight_decay:
         raise NslmError("config key 'sparse_embedding' needs weight_decay = 0")
     if cfg.optimizer == "adamw" or (cfg.optimizer == "sgd" and cfg.momentum):
-        raise NslmError("config key 'sparse_embedding' needs optimizer 'adam', or 'sgd' "
-                        "without momentum")  # fmt: skip
+        raise NslmError(
+            "config key 'sparse_embedding' needs optimizer 'adam', or 'sgd' without momentum"
+        )
 
 
 def _check_tying(cfg: TrainConfig) -> None:
@@ -153,12 +167,15 @@ def _check_tying(cfg: TrainConfig) -> None:
     if cfg.model == "awd" and cfg.softmax == "full":
         return  # the softmax's matrix is the learnt part of the embedding table
     if cfg.sparse_embedding:
-        raise NslmError("config key 'tie_weights' does not go with 'sparse_embedding' (the "
-                        "input table is the softmax's, whose gradient is dense)")  # fmt: skip
+        raise NslmError(
+            "config key 'tie_weights' does not go with 'sparse_embedding' (the "
+            "input table is the softmax's, whose gradient is dense)"
+        )
     # awd's last layer has emb_size units when tied; an lstm's has hidden_size
     if cfg.model == "lstm" and cfg.emb_size != cfg.hidden_size:
-        raise NslmError("config key 'tie_weights' needs emb_size = hidden_size (the softmax's "
-                        "input width)")  # fmt: skip
+        raise NslmError(
+            "config key 'tie_weights' needs emb_size = hidden_size (the softmax's input width)"
+        )
 
 
 def class_rules_of(cfg: TrainConfig) -> tuple:

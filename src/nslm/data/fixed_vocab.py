@@ -79,8 +79,10 @@ def prepare_text(
     lines = corpus_lines(text, form, input_format)
     tagged = tag_lines(lines, classes, rules)
     if all(token == EOS for token in tagged.tokens):  # control characters, marks: no words
-        raise NslmError(f"{source}: no tokens to score once tokenized (only line breaks, "
-                        "control characters or other marks)")  # fmt: skip
+        raise NslmError(
+            f"{source}: no tokens to score once tokenized (only line breaks, "
+            "control characters or other marks)"
+        )
     unit_map = unit_map_from_json(corpus.meta.get("unit_map", {}))
     split = encode_tagged(name, tagged, corpus.vocab, corpus.class_names, unit_map)
     stoi = corpus.vocab.stoi

@@ -182,8 +182,9 @@ def _word_line(line: str, where: str) -> tuple[str, str, str, str] | None:
     """(id, form, XPOS, MISC) of a word or multiword-token line; None for an empty node."""
     cols = line.split("\t")
     if len(cols) != 10:
-        raise NslmError(f"{where}: not a CoNLL-U word line (10 tab-separated columns): "
-                        f"{line[:60]!r}")  # fmt: skip
+        raise NslmError(
+            f"{where}: not a CoNLL-U word line (10 tab-separated columns): {line[:60]!r}"
+        )
     if not _CONLLU_ID.fullmatch(cols[0]):
         raise NslmError(f"{where}: not a CoNLL-U word ID: {cols[0][:20]!r}")
     return None if "." in cols[0] else (cols[0], cols[1], cols[4], cols[9])

@@ -32,9 +32,31 @@ from nslm.errors import NslmError
 
 EOS, BOS, UNK = "<eos>", "<bos>", "<unk>"
 SUFFIXES = (
-    "ness", "ment", "able", "ible", "less", "ship", "ing", "ion", "est", "ive", "ity",
-    "ous", "ful", "ism", "ist", "ize", "ed", "ly", "er", "al", "ic", "es", "s", "y",
-)  # fmt: skip
+    "ness",
+    "ment",
+    "able",
+    "ible",
+    "less",
+    "ship",
+    "ing",
+    "ion",
+    "est",
+    "ive",
+    "ity",
+    "ous",
+    "ful",
+    "ism",
+    "ist",
+    "ize",
+    "ed",
+    "ly",
+    "er",
+    "al",
+    "ic",
+    "es",
+    "s",
+    "y",
+)
 MIN_SUFFIX_COUNT = 5
 N_SHAPES = 16
 OTHER_SUFFIX = "<other>"

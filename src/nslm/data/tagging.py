@@ -90,9 +90,16 @@ def tag_lines(lines: list[str], classes: str, rules: tuple[ClassRule, ...] = ())
     return out
 
 
-def _append(out: TaggedText, token: str, cls: str, article: int, value: float = NAN,
-            lat: float = NAN, lon: float = NAN, conversion: Conversion | None = None,
-            ) -> None:  # fmt: skip
+def _append(
+    out: TaggedText,
+    token: str,
+    cls: str,
+    article: int,
+    value: float = NAN,
+    lat: float = NAN,
+    lon: float = NAN,
+    conversion: Conversion | None = None,
+) -> None:
     out.tokens.append(token)
     out.classes.append(cls)
     out.values.append(value)

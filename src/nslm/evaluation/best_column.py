@@ -100,8 +100,9 @@ class BestChoice:
         and the backbone's states (``hidden[i]`` predicted w_{i+1})."""
         tokens = torch.from_numpy(split.token_ids.astype(np.int64))
         every = np.arange(1, len(split))
-        grid = class_cache_probs(hidden, tokens, split.class_ids > 0, [self.class_window],
-                                 [self.class_theta], every)  # fmt: skip
+        grid = class_cache_probs(
+            hidden, tokens, split.class_ids > 0, [self.class_window], [self.class_theta], every
+        )
         in_class = np.full(len(split), math.nan)
         in_class[1:] = grid[(self.class_window, self.class_theta)]
         unigram = np.full(len(split), math.nan)
@@ -124,12 +125,20 @@ class BestChoice:
 
     def recipe(self) -> str:
         parts = [f"{w:.3f}·{n}" for n, w in zip(self.components, self.weights, strict=True)]
-        return " + ".join(parts) + (
-            f" (cache window {self.window}, θ {self.theta:g}; class cache window "
-            f"{self.class_window}, θ {self.class_theta:g}; unigram cache window "
-            f"{self.unigram_window})"
-        ) + (f"; weights per history bucket, {len(self.bucket_weights)} buckets of "
-             f"{self.bucket_by}" if self.bucket_weights else "")  # fmt: skip
+        return (
+            " + ".join(parts)
+            + (
+                f" (cache window {self.window}, θ {self.theta:g}; class cache window "
+                f"{self.class_window}, θ {self.class_theta:g}; unigram cache window "
+                f"{self.unigram_window})"
+            )
+            + (
+                f"; weights per history bucket, {len(self.bucket_weights)} buckets of "
+                f"{self.bucket_by}"
+                if self.bucket_weights
+                else ""
+            )
+        )
 
 
 def bucket_signal(by: str, split: Split, rates: np.ndarray | None, class_mass) -> np.ndarray:
@@ -212,8 +221,11 @@ class BestSource(ColumnSource):
         """The bucket signals this run has, by name, at every position of ``split``."""
         class_mass = self.cache.scorer.score(split).class_mass
         sources = {"r(w_prev)": self.rates, "P(class|h)": class_mass}
-        return {by: bucket_signal(by, split, self.rates, class_mass)
-                for by in SIGNALS if sources[by] is not None}  # fmt: skip
+        return {
+            by: bucket_signal(by, split, self.rates, class_mass)
+            for by in SIGNALS
+            if sources[by] is not None
+        }
 
     def _tune(self, split: Split, models: dict[str, np.ndarray]) -> None:
         names = tuple(models)
@@ -231,14 +243,16 @@ class BestSource(ColumnSource):
         (window, theta), _, _, by_window = _best_of(at, neural)
         at = np.vstack([at, neural[(window, theta)][None, :]])
         hidden, tokens = self.cache.states(split)
-        grid = class_cache_probs(hidden, tokens, split.class_ids > 0, CLASS_GRID.windows,
-                                 CLASS_GRID.thetas, positions)  # fmt: skip
+        grid = class_cache_probs(
+            hidden, tokens, split.class_ids > 0, CLASS_GRID.windows, CLASS_GRID.thetas, positions
+        )
         (class_window, class_theta), _, _, by_class = _best_of(
             at, {k: _log(p) for k, p in grid.items()}
         )
         at = np.vstack([at, _log(grid[(class_window, class_theta)])[None, :]])
-        unigram = {w: _log(unigram_cache_probs(split.token_ids, w, positions))
-                   for w in UNIGRAM_WINDOWS}  # fmt: skip
+        unigram = {
+            w: _log(unigram_cache_probs(split.token_ids, w, positions)) for w in UNIGRAM_WINDOWS
+        }
         unigram_window, weights, ppl, _ = _best_of(at, unigram)
         at = np.vstack([at, unigram[unigram_window][None, :]])
         # the buckets' own weights, last, for each signal; kept where they beat the pooled
@@ -254,15 +268,29 @@ class BestSource(ColumnSource):
                 per_bucket = tuple(tuple(map(float, w)) for w in fitted)
         self.valid_scores[self._table] = (positions, mixed)
         self.choices[self._table] = BestChoice(
-            (*names, CACHE, CLASS_CACHE, UNIGRAM_CACHE), tuple(map(float, weights)),
-            window, theta, class_window, class_theta, unigram_window, ppl, alone,
-            by_window, by_class, by, per_bucket, EDGES, by_buckets,
-        )  # fmt: skip
+            (*names, CACHE, CLASS_CACHE, UNIGRAM_CACHE),
+            tuple(map(float, weights)),
+            window,
+            theta,
+            class_window,
+            class_theta,
+            unigram_window,
+            ppl,
+            alone,
+            by_window,
+            by_class,
+            by,
+            per_bucket,
+            EDGES,
+            by_buckets,
+        )
 
     def describe(self, table: str, entry: dict[str, Any]) -> dict[str, Any]:
         choice = self.choices.get(table)
         if choice is None:
             return {}
         note = f"{COLUMN} = {choice.recipe()}, tuned on valid (EM)"
-        return {"best": asdict(choice) | {"recipe": choice.recipe()},
-                "notes": [*entry.get("notes", []), note]}  # fmt: skip
+        return {
+            "best": asdict(choice) | {"recipe": choice.recipe()},
+            "notes": [*entry.get("notes", []), note],
+        }

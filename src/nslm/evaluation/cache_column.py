@@ -135,9 +135,13 @@ class CacheSource(ColumnSource):
         """p_cache at ``positions`` (sorted, ≥ 1) for every (window, θ) of the grid."""
         hidden, tokens = self.states(split)
         return cache_probs_grid(
-            hidden, tokens, self.grid.windows, self.grid.thetas,
-            positions=positions, dtype=torch.float32,
-        )  # fmt: skip
+            hidden,
+            tokens,
+            self.grid.windows,
+            self.grid.thetas,
+            positions=positions,
+            dtype=torch.float32,
+        )
 
     def _tune(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> None:
         bases = [b for b in BASES if b in columns]

@@ -43,8 +43,9 @@ class ContextSource(ColumnSource):
             self._scores[key] = self.scorer.nslm(split, self.micro)
         return self._scores[key]
 
-    def __call__(self, name: str, split: Split, columns: dict[str, np.ndarray]
-                 ) -> dict[str, np.ndarray]:  # fmt: skip
+    def __call__(
+        self, name: str, split: Split, columns: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         got = self.scores(name, split)
         if name == "valid":  # called before the reported split, once per table
             self.lambdas[self._table], _ = tune_lambda(got.nnlm, got.pure, self._mask)
@@ -53,8 +54,13 @@ class ContextSource(ColumnSource):
     def describe(self, table: str, entry: dict[str, Any]) -> dict[str, Any]:
         kept = sorted(n for n, m in self.micro.items() if m.needs_features)
         lam = self.lambdas[table]
-        note = (f"NSLM-context = {lam:.2f}·NNLM + {1 - lam:.2f}·Eq. 4 with the "
-                f"context micro-models for {', '.join(f'<{n}>' for n in kept) or 'no class'}, "
-                "the plain ones elsewhere.")  # fmt: skip
-        return {"lambda_context": lam, "context_classes": kept,
-                "notes": [*entry.get("notes", []), note]}  # fmt: skip
+        note = (
+            f"NSLM-context = {lam:.2f}·NNLM + {1 - lam:.2f}·Eq. 4 with the "
+            f"context micro-models for {', '.join(f'<{n}>' for n in kept) or 'no class'}, "
+            "the plain ones elsewhere."
+        )
+        return {
+            "lambda_context": lam,
+            "context_classes": kept,
+            "notes": [*entry.get("notes", []), note],
+        }

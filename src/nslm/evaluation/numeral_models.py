@@ -114,8 +114,9 @@ def score_numerals(loaded: LoadedRun, split: str) -> NumeralScores:
         types = {s for s, u in zip(strings, unk, strict=True) if u}
         log_prob[unk] -= math.log(max(len(types), 1))  # Ueberla's adjustment
     cands = numeral_targets(head.spec, head.spec.candidates)
-    best = torch.cat([candidate_scores(head, rows, cands).argmax(1)
-                      for rows in torch.split(h, ROWS_PER_CHUNK)])  # fmt: skip
+    best = torch.cat(
+        [candidate_scores(head, rows, cands).argmax(1) for rows in torch.split(h, ROWS_PER_CHUNK)]
+    )
     return NumeralScores(
         split=split,
         positions=at,

@@ -58,8 +58,10 @@ def predicted_values(
         nnlm = nnlm_head.log_dist(h).double().numpy()[:, ids]
         out["NNLM"][rows] = values[nnlm.argmax(axis=1)]
         for name, (micro, lam, opened) in models.items():
-            within = {n: mm.log_prob(mm.cls.context(split, where, mm.context), h)
-                      for n, mm in micro.items()}  # fmt: skip
+            within = {
+                n: mm.log_prob(mm.cls.context(split, where, mm.context), h)
+                for n, mm in micro.items()
+            }
             full = scorer.distribution(h, micro, class_names, within)
             marginal = open_marginal(full, opened or {}, class_names)
             mixed = ensemble_log_probs(nnlm, marginal[:, ids], lam)

@@ -71,8 +71,10 @@ class OpenEvaluation:
     def table(self, text: str, lams: dict[str, float]) -> dict[str, dict[str, Any]]:
         """``{column: {row: {ppl_adjusted, ppl_in_vocab, tokens, oov_tokens}}}``."""
         split, oov = self.splits[text], self.scores[text]["plain"].oov
-        return {c: open_rows(lp, split, self.class_names, oov)
-                for c, lp in self.columns(text, lams).items()}  # fmt: skip
+        return {
+            c: open_rows(lp, split, self.class_names, oov)
+            for c, lp in self.columns(text, lams).items()
+        }
 
 
 def evaluate_open(
@@ -86,14 +88,17 @@ def evaluate_open(
     open_classes = fit_open(micro["plain"])
     good_turing = {name: oc.escape for name, oc in open_classes.items()}
     scores = {
-        name: {m: open_scores(scorer, t.split, t.strings, mm, open_classes, class_names)
-               for m, mm in micro.items()}
+        name: {
+            m: open_scores(scorer, t.split, t.strings, mm, open_classes, class_names)
+            for m, mm in micro.items()
+        }
         for name, t in texts.items()
-    }  # fmt: skip
+    }
     if "valid" in scores:
         escapes = tune_escapes(scores["valid"]["plain"])
-        scores = {s: {m: sc.with_escapes(escapes) for m, sc in per.items()}
-                  for s, per in scores.items()}  # fmt: skip
+        scores = {
+            s: {m: sc.with_escapes(escapes) for m, sc in per.items()} for s, per in scores.items()
+        }
         for cid, escape in escapes.items():
             open_classes[class_names[cid]].escape = escape
     splits = {name: t.split for name, t in texts.items()}

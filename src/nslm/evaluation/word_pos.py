@@ -26,16 +26,23 @@ COLUMNS = (
 )
 
 
-def evaluate_word_pos(run_dir: Path, splits: tuple[str, ...] = ("valid", "test"),
-                      data_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
+def evaluate_word_pos(
+    run_dir: Path, splits: tuple[str, ...] = ("valid", "test"), data_dir: Path | None = None
+) -> dict[str, Any]:
     """Every figure of the run on ``splits`` of its corpus, keyed by split."""
     run = load_word_pos_run(run_dir)
     corpus = load_tagged_corpus(run.cfg.corpus, data_dir)
     encode = {name: run.vocab.encode(s.words, s.tags) for name, s in corpus.splits.items()}
     out: dict[str, Any] = {"pos_model": run.cfg.pos_model, "corpus": run.cfg.corpus}
     for split in splits:
-        figures = split_figures(run.model, run.vocab, encode["train"], encode[split], split,
-                                batch_size=run.cfg.eval_batch_size)  # fmt: skip
+        figures = split_figures(
+            run.model,
+            run.vocab,
+            encode["train"],
+            encode[split],
+            split,
+            batch_size=run.cfg.eval_batch_size,
+        )
         out[split] = {k.removeprefix(f"{split}_"): v for k, v in figures.items()}
     return out
 

@@ -149,9 +149,13 @@ def run_one(
 
     start = time.perf_counter()
     sizes = write_corpus(
-        work / "corpus", n, test_fraction=cfg.test_fraction, separator=cfg.separator,
-        epoch_pairs=cfg.epoch_pairs, seed=cfg.seed,
-    )  # fmt: skip
+        work / "corpus",
+        n,
+        test_fraction=cfg.test_fraction,
+        separator=cfg.separator,
+        epoch_pairs=cfg.epoch_pairs,
+        seed=cfg.seed,
+    )
     tcfg = train_config(cfg, work / "corpus", progress)
     corpus = prepare_corpus(tcfg.corpus, tcfg.classes, class_rules=[parse_class_rule(CLASS_RULE)])
     sizes.update(vocab=len(corpus.vocab), train_tokens=len(corpus.train))

@@ -125,8 +125,13 @@ class MicroContexts:
 class NslmStepper:
     """The NSLM's next-token distribution after a prompt, advanced one token at a time."""
 
-    def __init__(self, loaded: LoadedRun, micro: dict[str, MicroModel], prompt: str,
-                 input_format: str = "plain") -> None:  # fmt: skip
+    def __init__(
+        self,
+        loaded: LoadedRun,
+        micro: dict[str, MicroModel],
+        prompt: str,
+        input_format: str = "plain",
+    ) -> None:
         self.model, self.corpus = loaded.model, loaded.corpus
         self.scorer = loaded.scorer()
         self.micro = micro

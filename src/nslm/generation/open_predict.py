@@ -55,8 +55,10 @@ def open_predict_many(
             if lam < 1:
                 tag = full.tag[row, c] + math.log1p(-lam)
                 new_per_row[row] += [(tag + lp, s, name) for s, lp in best]
-            known = [(log_mm[row, j] + oc.log_keep, itos[ids[j]], False)
-                     for j in top_indices(log_mm[row], k)]  # fmt: skip
+            known = [
+                (log_mm[row, j] + oc.log_keep, itos[ids[j]], False)
+                for j in top_indices(log_mm[row], k)
+            ]
             ranked = sorted(known + [(lp, s, True) for s, lp in best], key=lambda e: -e[0])
             within[row][name] = {
                 "p_class": math.exp(full.tag[row, c]),
@@ -72,14 +74,18 @@ def open_predict_many(
                 "prompt": prompts[row],
                 "tokens": tokens,
                 "top": [
-                    {"token": s, "p": math.exp(lp), "new": cls is not None,
-                     **({"class": cls} if cls else {})}
+                    {
+                        "token": s,
+                        "p": math.exp(lp),
+                        "new": cls is not None,
+                        **({"class": cls} if cls else {}),
+                    }
                     for lp, s, cls in entries[:k]
                 ],
                 # every open class, likeliest first, each with its own top-k (known and new)
                 "classes": dict(sorted(within[row].items(), key=lambda kv: -kv[1]["p_class"])),
             }
-        )  # fmt: skip
+        )
     return results
 
 

@@ -54,8 +54,9 @@ def micro_contexts(
 
 
 @torch.no_grad()
-def nnlm_next(loaded: LoadedRun, scorer: Scorer, batch: PromptBatch
-              ) -> tuple[torch.Tensor, np.ndarray]:  # fmt: skip
+def nnlm_next(
+    loaded: LoadedRun, scorer: Scorer, batch: PromptBatch
+) -> tuple[torch.Tensor, np.ndarray]:
     """The backbone states after reading each prompt from <eos>, (B, D), and log P_NNLM of
     every type as each one's next token, (B, V) float64: one backbone pass for the batch."""
     eos, ids = loaded.corpus.vocab.stoi[EOS], batch.split.token_ids
@@ -113,18 +114,23 @@ def predict_many(
     results = []
     for row, (prompt, tokens) in enumerate(zip(prompts, batch.tokens, strict=True)):
         p_nnlm = nnlm[row]
-        top_nnlm = [{"token": itos[w], "p": math.exp(p_nnlm[w])}
-                    for w in top_indices(p_nnlm, k).tolist()]  # fmt: skip
+        top_nnlm = [
+            {"token": itos[w], "p": math.exp(p_nnlm[w])} for w in top_indices(p_nnlm, k).tolist()
+        ]
         head = {"prompt": prompt, "tokens": tokens, "oov": oov_words(loaded, tokens)}
         if not micro:
             results.append({**head, "nnlm": top_nnlm, "nslm": [], "classes": []})
             continue
         p_nslm = nslm[row]
         top_nslm = [
-            {"token": itos[w], "p": math.exp(p_nslm[w]), "p_nnlm": math.exp(p_nnlm[w]),
-             "breakdown": breakdown(full, contexts[row], loaded.corpus.class_names, row, w)}
+            {
+                "token": itos[w],
+                "p": math.exp(p_nslm[w]),
+                "p_nnlm": math.exp(p_nnlm[w]),
+                "breakdown": breakdown(full, contexts[row], loaded.corpus.class_names, row, w),
+            }
             for w in top_indices(p_nslm, k).tolist()
-        ]  # fmt: skip
+        ]
         results.append(
             {
                 **head,
@@ -138,8 +144,9 @@ def predict_many(
     return results
 
 
-def breakdown(full: FullDistribution, context: dict[str, str | None], names: Sequence[str],
-              row: int, w: int) -> list[dict[str, Any]]:  # fmt: skip
+def breakdown(
+    full: FullDistribution, context: dict[str, str | None], names: Sequence[str], row: int, w: int
+) -> list[dict[str, Any]]:
     """Type ``w``'s readings at ``row``, likeliest first: as a word, or as a class token with
     P(c | h) × P_MM(w | c, context) (Eq. 4)."""
     parts = []
@@ -182,8 +189,9 @@ def class_entries(
         for row in np.flatnonzero(tagged[:, c]).tolist():
             best = top_indices(logp[row], n_within)
             members, p_in = ids[best].tolist(), np.exp(logp[row, best]).tolist()
-            inside = [{"token": itos[w], "p_in_class": p}
-                      for w, p in zip(members, p_in, strict=True)]  # fmt: skip
+            inside = [
+                {"token": itos[w], "p_in_class": p} for w, p in zip(members, p_in, strict=True)
+            ]
             entry = {
                 "class": f"<{name}>",
                 "p_class": math.exp(full.tag[row, c]),

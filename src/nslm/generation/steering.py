@@ -132,11 +132,17 @@ def steer_places(d: np.ndarray, places: Sequence[str], hidden: int) -> dict[str,
     raise NslmError(f"the direction has {len(d)} numbers; the LSTM has {hidden} units")
 
 
-def build_intervention(loaded: LoadedRun, *, ablate: Sequence[int] = (), ablate_mode="zero",
-                       clamp: dict[int, float] | None = None, steer: str | None = None,
-                       steer_at: Sequence[str] = ("hidden",), steer_scale: float = 1.0,
-                       means: tuple[np.ndarray, np.ndarray] | None = None,
-                       ) -> Intervention | None:  # fmt: skip
+def build_intervention(
+    loaded: LoadedRun,
+    *,
+    ablate: Sequence[int] = (),
+    ablate_mode="zero",
+    clamp: dict[int, float] | None = None,
+    steer: str | None = None,
+    steer_at: Sequence[str] = ("hidden",),
+    steer_scale: float = 1.0,
+    means: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Intervention | None:
     """The intervention the options describe, checked against the model; None if none."""
     clamp = dict(clamp or {})
     if not ablate and not clamp and steer is None:
@@ -161,13 +167,20 @@ def build_intervention(loaded: LoadedRun, *, ablate: Sequence[int] = (), ablate_
     return iv
 
 
-def sample_bytes(loaded: LoadedRun, prime: bytes, n: int, max_bytes: int, sampler: Sampler,
-                 iv: Intervention | None = None) -> list[bytes]:  # fmt: skip
+def sample_bytes(
+    loaded: LoadedRun,
+    prime: bytes,
+    n: int,
+    max_bytes: int,
+    sampler: Sampler,
+    iv: Intervention | None = None,
+) -> list[bytes]:
     """``n`` continuations of ``prime`` from the model under ``iv``, in one batch."""
     require_byte_lm(loaded, "byte generation")
     with intervening(loaded.model, iv):
-        rows = generate_many(loaded.model, list(prime), n, max_bytes, sampler,
-                             head="nnlm", eos_id=ARTICLE_END[0])  # fmt: skip
+        rows = generate_many(
+            loaded.model, list(prime), n, max_bytes, sampler, head="nnlm", eos_id=ARTICLE_END[0]
+        )
     return [bytes(row) for row in rows]
 
 
@@ -185,8 +198,11 @@ def intervention_from_fields(loaded: LoadedRun, fields: dict, probe: Path | None
         raise NslmError("steer is output:BYTES, random:SEED or sentiment here")
     places = [p.strip() for p in (fields.get("steer_at") or "hidden").split(",") if p.strip()]
     return build_intervention(
-        loaded, ablate=parse_units(fields.get("ablate") or ""),
+        loaded,
+        ablate=parse_units(fields.get("ablate") or ""),
         ablate_mode=fields.get("ablate_mode") or "zero",
-        clamp=parse_clamp(fields.get("clamp") or ""), steer=steer, steer_at=places,
+        clamp=parse_clamp(fields.get("clamp") or ""),
+        steer=steer,
+        steer_at=places,
         steer_scale=float(fields.get("steer_scale", 1.0)),
-    )  # fmt: skip
+    )

@@ -28,9 +28,12 @@ Pair = tuple[str, str | None]
 
 def _step_inputs(run: WordPosRun, word: str, tag: str) -> list[torch.Tensor]:
     vocab = run.vocab
-    ids = [vocab.word_id(word), vocab.tag_ids[tag],
-           vocab.suffix_ids.get(word[-3:].lower(), 0) if word not in (BOS, EOS) else 0,
-           shape_id(word) if word not in (BOS, EOS) else 0]  # fmt: skip
+    ids = [
+        vocab.word_id(word),
+        vocab.tag_ids[tag],
+        vocab.suffix_ids.get(word[-3:].lower(), 0) if word not in (BOS, EOS) else 0,
+        shape_id(word) if word not in (BOS, EOS) else 0,
+    ]
     return [torch.tensor([[i]]) for i in ids]
 
 

@@ -50,8 +50,9 @@ def _reads_h(component: Component) -> bool:
     return getattr(component, "needs_features", False)
 
 
-def grid_components(entry: dict[str, Any], cls: ClassData, k: int = 3,
-                    restricted: bool = True) -> list[Component]:  # fmt: skip
+def grid_components(
+    entry: dict[str, Any], cls: ClassData, k: int = 3, restricted: bool = True
+) -> list[Component]:
     """The ``k`` best fitted cells of a class's ``micro.json`` entry that read the selected
     cell's context (the selected one first), plus the selected cell's restricted parts when
     its metric compares with the context."""
@@ -59,16 +60,26 @@ def grid_components(entry: dict[str, Any], cls: ClassData, k: int = 3,
     out: list[Component] = [selected]
     seen = {(selected.metric.name, selected.pdf.name)}
     alpha = entry["selected"]["unigram_alpha"]
-    cells = [c for c in entry.get("grid", []) if c.get("pdf_params") and c.get("valid_ppl")
-             and c["context"] == selected.context]  # fmt: skip
+    cells = [
+        c
+        for c in entry.get("grid", [])
+        if c.get("pdf_params") and c.get("valid_ppl") and c["context"] == selected.context
+    ]
     for cell in sorted(cells, key=lambda c: c["valid_ppl"]):
         key = (cell["metric"], cell["pdf"])
         if len(out) >= k or key in seen:
             continue
         seen.add(key)
-        out.append(MicroModel(cls, cell["metric"], Pdf.from_params(cell["pdf_params"]),
-                              context=cell["context"], epsilon=cell["epsilon"],
-                              unigram_alpha=alpha))  # fmt: skip
+        out.append(
+            MicroModel(
+                cls,
+                cell["metric"],
+                Pdf.from_params(cell["pdf_params"]),
+                context=cell["context"],
+                epsilon=cell["epsilon"],
+                unigram_alpha=alpha,
+            )
+        )
     if restricted and compares_with_context(selected):
         out += [Restricted(selected, keep) for keep in RESTRICTIONS]
     return out
@@ -118,8 +129,7 @@ class ContextMicroModel:
         component reads the rows' LM states H as well)."""
         return np.stack(self._rows(ctx, self.components, H), axis=1)
 
-    def _rows(self, ctx: Context, components: list[Component], H: Any = None
-              ) -> list[np.ndarray]:  # fmt: skip
+    def _rows(self, ctx: Context, components: list[Component], H: Any = None) -> list[np.ndarray]:
         """Each component's (B, |V_c|) at ``ctx``. A plain micro-model is scored once however
         many components build on it: the selected one, its restricted parts and its shifted
         form all start from the same P_MM rows."""
@@ -150,9 +160,10 @@ class ContextMicroModel:
         weights, names = self.gate_weights(H), self.names
         order = np.argsort(-weights, axis=1, kind="stable")
         ranked = np.take_along_axis(weights, order, axis=1).tolist()
-        out = [{"gate": [{"component": names[i], "weight": w}
-                         for i, w in zip(o, ws, strict=True)]}
-               for o, ws in zip(order.tolist(), ranked, strict=True)]  # fmt: skip
+        out = [
+            {"gate": [{"component": names[i], "weight": w} for i, w in zip(o, ws, strict=True)]}
+            for o, ws in zip(order.tolist(), ranked, strict=True)
+        ]
         shifted = [c for c in self.components if _reads_h(c)]
         if shifted:
             for row, factors in zip(out, shifted[0].explain(H), strict=True):
@@ -219,14 +230,19 @@ class ContextMicroModel:
         parts = []
         for c in self.components:
             if isinstance(c, Restricted):
-                parts.append({"name": component_name(c), "restrict": c.keep,
-                              "model": c.model.to_json()})  # fmt: skip
+                parts.append(
+                    {"name": component_name(c), "restrict": c.keep, "model": c.model.to_json()}
+                )
             elif _reads_h(c):
                 parts.append({"name": component_name(c), "shifted": c.to_json()})
             else:
                 parts.append({"name": component_name(c), "model": c.to_json()})
-        return {"class": self.cls.name, "kind": "mixture", "components": parts,
-                "gate": self.gate.get_params()}  # fmt: skip
+        return {
+            "class": self.cls.name,
+            "kind": "mixture",
+            "components": parts,
+            "gate": self.gate.get_params(),
+        }
 
     def tensors(self) -> dict[str, np.ndarray]:
         """The gate's tensors and, as ``c{k}.NAME``, those of shifted component k."""
@@ -237,8 +253,9 @@ class ContextMicroModel:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], class_data: ClassData,
-                  tensors: dict[str, np.ndarray]) -> ContextMicroModel:  # fmt: skip
+    def from_json(
+        cls, data: dict[str, Any], class_data: ClassData, tensors: dict[str, np.ndarray]
+    ) -> ContextMicroModel:
         from nslm.micro.shifted import ShiftedMicroModel
 
         components: list[Component] = []
@@ -254,15 +271,13 @@ class ContextMicroModel:
 
         for k, part in enumerate(data["components"]):
             if "shifted" in part:
-                own = {n[len(f"c{k}.") :]: v for n, v in tensors.items()
-                       if n.startswith(f"c{k}.")}  # fmt: skip
+                own = {n[len(f"c{k}.") :]: v for n, v in tensors.items() if n.startswith(f"c{k}.")}
                 shifted = ShiftedMicroModel.from_json(part["shifted"], class_data, own)
                 shifted.model = model_of(part["shifted"]["model"])
                 components.append(shifted)
                 continue
             model = model_of(part["model"])
-            components.append(Restricted(model, part["restrict"]) if "restrict" in part
-                              else model)  # fmt: skip
+            components.append(Restricted(model, part["restrict"]) if "restrict" in part else model)
         gate = GatedMixture.from_saved(data["gate"], tensors)
         out = cls(class_data, components, gate.dim)
         out.gate = gate

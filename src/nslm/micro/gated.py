@@ -100,8 +100,9 @@ class GatedMixture:
 
     # -- fitting -----------------------------------------------------------------------------
 
-    def _objective(self, theta: np.ndarray, H: np.ndarray, L: np.ndarray, l2: float
-                   ) -> tuple[float, np.ndarray]:  # fmt: skip
+    def _objective(
+        self, theta: np.ndarray, H: np.ndarray, L: np.ndarray, l2: float
+    ) -> tuple[float, np.ndarray]:
         K, D = self.n_components, self.dim
         W, b = theta[: K * D].reshape(K, D), theta[K * D :]
         a = log_normalise(H @ W.T + b, axis=1)  # log g
@@ -114,8 +115,14 @@ class GatedMixture:
         loss = float(nll.mean() + l2 * np.sum(W * W))
         return loss, np.concatenate([grad_W.ravel(), grad_b])
 
-    def fit(self, H_train: np.ndarray, L_train: np.ndarray, H_valid: np.ndarray,
-            L_valid: np.ndarray, max_iter: int = 200) -> GatedMixture:  # fmt: skip
+    def fit(
+        self,
+        H_train: np.ndarray,
+        L_train: np.ndarray,
+        H_valid: np.ndarray,
+        L_valid: np.ndarray,
+        max_iter: int = 200,
+    ) -> GatedMixture:
         """Fit W, b on train rows (h_t, log P_k(w_t)) for every λ of the grid; keep the λ
         whose mixture has the lowest mean NLL on valid (``valid_nll_by_l2``)."""
         H, L = self._checked(H_train, L_train)
@@ -128,8 +135,14 @@ class GatedMixture:
         self.valid_nll_by_l2: dict[float, float] = {}
         best = None
         for l2 in self.l2_grid:
-            res = minimize(self._objective, start, args=(H, L, l2), jac=True, method="L-BFGS-B",
-                           options={"maxiter": max_iter})  # fmt: skip
+            res = minimize(
+                self._objective,
+                start,
+                args=(H, L, l2),
+                jac=True,
+                method="L-BFGS-B",
+                options={"maxiter": max_iter},
+            )
             self._set(res.x)
             valid = float(-self.log_prob(Hv, Lv).mean())
             self.valid_nll_by_l2[l2] = valid
@@ -146,8 +159,10 @@ class GatedMixture:
     def _checked(self, H: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         H, L = np.asarray(H, dtype=np.float64), np.asarray(L, dtype=np.float64)
         if H.ndim != 2 or H.shape[1] != self.dim or L.shape != (len(H), self.n_components):
-            raise NslmError(f"expected H (N, {self.dim}) and log-probs (N, {self.n_components});"
-                            f" got {H.shape} and {L.shape}")  # fmt: skip
+            raise NslmError(
+                f"expected H (N, {self.dim}) and log-probs (N, {self.n_components});"
+                f" got {H.shape} and {L.shape}"
+            )
         if len(H) == 0:
             raise NslmError("no rows to fit the gate on")
         return H, L
@@ -155,14 +170,19 @@ class GatedMixture:
     # -- parameters --------------------------------------------------------------------------
 
     def get_params(self) -> dict[str, Any]:
-        return {"n_components": self.n_components, "dim": self.dim,
-                "l2_grid": list(self.l2_grid), "l2": getattr(self, "l2_", None),
-                "valid_nll": getattr(self, "valid_nll_", None)}  # fmt: skip
+        return {
+            "n_components": self.n_components,
+            "dim": self.dim,
+            "l2_grid": list(self.l2_grid),
+            "l2": getattr(self, "l2_", None),
+            "valid_nll": getattr(self, "valid_nll_", None),
+        }
 
     def tensors(self) -> dict[str, np.ndarray]:
         """W and b, for safetensors (the JSON holds :meth:`get_params`)."""
-        return {name: getattr(self, name).astype(np.float32)
-                for name in ("W", "b", "mean", "scale")}  # fmt: skip
+        return {
+            name: getattr(self, name).astype(np.float32) for name in ("W", "b", "mean", "scale")
+        }
 
     @classmethod
     def from_saved(cls, params: dict[str, Any], tensors: dict[str, np.ndarray]) -> GatedMixture:
@@ -220,8 +240,10 @@ class Restricted:
         if keep not in RESTRICTIONS:
             raise NslmError(f"unknown restriction {keep!r}; choose {', '.join(RESTRICTIONS)}")
         if not compares_with_context(model):
-            raise NslmError(f"a restriction needs a metric against the context (diff, "
-                            f"euclidean), not {model.metric.name!r}")  # fmt: skip
+            raise NslmError(
+                f"a restriction needs a metric against the context (diff, "
+                f"euclidean), not {model.metric.name!r}"
+            )
         self.model, self.keep = model, keep
 
     @property

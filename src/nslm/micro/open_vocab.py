@@ -50,9 +50,10 @@ def open_members(name: str) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | 
         return tuple(map(str, years)), years.astype(float), np.full((len(years), 2), np.nan)
     if name in PLACE_CLASSES:
         places = sorted(
-            {chunk_token(p.name): p for p in load_gazetteer().by_tokens.values() if p.cls == name}
-            .items()
-        )  # fmt: skip
+            {
+                chunk_token(p.name): p for p in load_gazetteer().by_tokens.values() if p.cls == name
+            }.items()
+        )
         coords = np.array([[p.lat, p.lon] for _, p in places]).reshape(-1, 2)
         return tuple(s for s, _ in places), np.full(len(places), np.nan), coords
     return None

@@ -66,8 +66,9 @@ def fit_micro(
     return selections, selection_to_json(corpus, selections, evaluations)
 
 
-def micro_log_probs(models: dict[str, MicroModel], split: Split, features: Any = None
-                    ) -> np.ndarray:  # fmt: skip
+def micro_log_probs(
+    models: dict[str, MicroModel], split: Split, features: Any = None
+) -> np.ndarray:
     """One per-position array for all classes: log P_MM(w_t | c_t, prev) where w_t is an
     in-vocabulary token of a modelled class, NaN elsewhere (the evaluator's contract).
     ``features`` (N, D), the LM's states at every position, is read by context-aware

@@ -39,8 +39,7 @@ def plot_model(model: MicroModel, train: Split, path: Path | str, coverage: floa
         top = np.argsort(-counts, kind="stable")[:25]
         probs = np.exp(normalised_log_pdf(model.pdf, counts[None, :]))[0]
         x = np.arange(len(top))
-        ax.bar(x - 0.2, counts[top] / counts.sum(), width=0.4, label="training share",
-               color="0.7")  # fmt: skip
+        ax.bar(x - 0.2, counts[top] / counts.sum(), width=0.4, label="training share", color="0.7")
         ax.bar(x + 0.2, probs[top], width=0.4, label="fitted", color="tab:red")
         labels = [model.cls.candidates.strings[i] for i in top]
         ax.set_xticks(x, labels, rotation=90, fontsize=7)
@@ -69,9 +68,14 @@ def plot_model(model: MicroModel, train: Split, path: Path | str, coverage: floa
         ax.set_xlabel(f"{model.metric.name}(w_t, w_prev)")
         ax.set_ylabel("density")
         ax.text(
-            0.99, 0.97, f"{coverage:.0%} of {values.size:,} training pairs shown",
-            transform=ax.transAxes, ha="right", va="top", fontsize=8,
-        )  # fmt: skip
+            0.99,
+            0.97,
+            f"{coverage:.0%} of {values.size:,} training pairs shown",
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=8,
+        )
     ax.set_title(title)
     ax.legend(loc="upper left")
     fig.tight_layout()

@@ -210,9 +210,13 @@ def _score_cell(
             cell.hyper = dict(hyper)
             cell.epsilon = float(EPSILONS[best])
             cell.model = MicroModel(
-                cls, cell.metric, pdf, context=cell.context, epsilon=cell.epsilon,
+                cls,
+                cell.metric,
+                pdf,
+                context=cell.context,
+                epsilon=cell.epsilon,
                 unigram_alpha=alpha,
-            )  # fmt: skip
+            )
     if cell.model is not None:
         cell.error = None
 

@@ -47,11 +47,12 @@ class ShiftedMicroModel:
 
     needs_features = True
 
-    def __init__(self, model: MicroModel, dim: int, n_bins: int = 8, value_bins: int = 0
-                 ) -> None:  # fmt: skip
+    def __init__(self, model: MicroModel, dim: int, n_bins: int = 8, value_bins: int = 0) -> None:
         if not compares_with_context(model):
-            raise NslmError(f"<{model.cls.name}>: a shift needs a continuous metric of the "
-                            f"context, not {model.metric.name!r}")  # fmt: skip
+            raise NslmError(
+                f"<{model.cls.name}>: a shift needs a continuous metric of the "
+                f"context, not {model.metric.name!r}"
+            )
         self.model, self.dim, self.n_bins = model, int(dim), int(n_bins)
         self.cls, self.context = model.cls, model.context
         self.edges = np.array([-ZERO, ZERO])
@@ -81,9 +82,12 @@ class ShiftedMicroModel:
 
     def bin_names(self) -> list[str]:
         bounds = [-np.inf, *self.edges.tolist(), np.inf]
-        return [f"{self.metric.name} = 0" if lo >= -ZERO and hi <= ZERO
-                else f"{self.metric.name} in ({lo:.3g}, {hi:.3g}]"
-                for lo, hi in itertools.pairwise(bounds)]  # fmt: skip
+        return [
+            f"{self.metric.name} = 0"
+            if lo >= -ZERO and hi <= ZERO
+            else f"{self.metric.name} in ({lo:.3g}, {hi:.3g}]"
+            for lo, hi in itertools.pairwise(bounds)
+        ]
 
     def value_bin_names(self) -> list[str]:
         bounds = [-np.inf, *self.value_edges.tolist(), np.inf]
@@ -99,8 +103,7 @@ class ShiftedMicroModel:
 
     # -- scores ------------------------------------------------------------------------------
 
-    def _parts(self, ctx: Context, base: np.ndarray | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    def _parts(self, ctx: Context, base: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """log P_MM (B, |V_c|) (``base`` when the caller has it) and each row's metric bin
         of every member (B, |V_c|): a row without context has every member in bin len(a),
         which has no shift."""
@@ -123,8 +126,7 @@ class ShiftedMicroModel:
         """t(h) (B, value bins) for LM states H (B, D)."""
         return self._z(H) @ self.B.T + self.b
 
-    def log_prob(self, ctx: Context, H: Any = None, base: np.ndarray | None = None
-                 ) -> np.ndarray:  # fmt: skip
+    def log_prob(self, ctx: Context, H: Any = None, base: np.ndarray | None = None) -> np.ndarray:
         """(B, |V_c|): the shifted distribution at the rows of ``ctx`` with LM states H;
         ``base``: P_MM's log-probabilities there when the caller has them (not modified)."""
         if H is None:
@@ -173,12 +175,18 @@ class ShiftedMicroModel:
         """What the state did at each row of H (B, D): each bin's factor exp(s_b(h)) (metric
         bins, then value bins), largest first."""
         parts = []
-        for s, names in ((self.shifts(H), self.bin_names()),
-                         (self.value_shifts(H), self.value_bin_names())):  # fmt: skip
+        for s, names in (
+            (self.shifts(H), self.bin_names()),
+            (self.value_shifts(H), self.value_bin_names()),
+        ):
             order = np.argsort(-s, axis=1, kind="stable")
             factors = np.exp(np.take_along_axis(s, order, axis=1)).tolist()
-            parts.append([[{"bin": names[i], "factor": f} for i, f in zip(o, fs, strict=True)]
-                          for o, fs in zip(order.tolist(), factors, strict=True)])  # fmt: skip
+            parts.append(
+                [
+                    [{"bin": names[i], "factor": f} for i, f in zip(o, fs, strict=True)]
+                    for o, fs in zip(order.tolist(), factors, strict=True)
+                ]
+            )
         return [{"shift": a, "value_shift": b} for a, b in zip(*parts, strict=True)]
 
     # -- fitting -----------------------------------------------------------------------------
@@ -198,8 +206,9 @@ class ShiftedMicroModel:
             torch.as_tensor(self._z(H)[keep], dtype=torch.float32),
         )
 
-    def fit(self, train: Split, H_train: Any, valid: Split, H_valid: Any, max_iter: int = 100
-            ) -> ShiftedMicroModel:  # fmt: skip
+    def fit(
+        self, train: Split, H_train: Any, valid: Split, H_valid: Any, max_iter: int = 100
+    ) -> ShiftedMicroModel:
         """Fit the bins, then A, a, B, b for each λ; keep the λ best on valid. ``H_*``: the
         LM's states at the class's positions of each split, in order."""
         train_values = self.model.target_metric(train)
@@ -218,10 +227,12 @@ class ShiftedMicroModel:
             raise NslmError(f"<{self.cls.name}>: no train or valid positions with context")
         best = None
         for l2 in L2_GRID:
-            params = [torch.zeros(n_bins, self.dim, requires_grad=True),
-                      torch.zeros(n_bins, requires_grad=True),
-                      torch.zeros(n_value, self.dim, requires_grad=True),
-                      torch.zeros(n_value, requires_grad=True)]  # fmt: skip
+            params = [
+                torch.zeros(n_bins, self.dim, requires_grad=True),
+                torch.zeros(n_bins, requires_grad=True),
+                torch.zeros(n_value, self.dim, requires_grad=True),
+                torch.zeros(n_value, requires_grad=True),
+            ]
             opt = torch.optim.LBFGS(params, max_iter=max_iter, line_search_fn="strong_wolfe")
 
             def closure(params=params, l2=l2, opt=opt) -> torch.Tensor:
@@ -242,25 +253,46 @@ class ShiftedMicroModel:
     # -- parameters --------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        return {"class": self.cls.name, "kind": "shifted", "model": self.model.to_json(),
-                "dim": self.dim, "n_bins": self.n_bins, "edges": self.edges.tolist(),
-                "value_bins": self.value_bins, "value_edges": self.value_edges.tolist(),
-                "l2": self.l2_, "fit_valid_nll": self.valid_nll_}  # fmt: skip
+        return {
+            "class": self.cls.name,
+            "kind": "shifted",
+            "model": self.model.to_json(),
+            "dim": self.dim,
+            "n_bins": self.n_bins,
+            "edges": self.edges.tolist(),
+            "value_bins": self.value_bins,
+            "value_edges": self.value_edges.tolist(),
+            "l2": self.l2_,
+            "fit_valid_nll": self.valid_nll_,
+        }
 
     def tensors(self) -> dict[str, np.ndarray]:
-        return {name: getattr(self, name).astype(np.float32)
-                for name in ("A", "a", "B", "b", "mean", "scale")}  # fmt: skip
+        return {
+            name: getattr(self, name).astype(np.float32)
+            for name in ("A", "a", "B", "b", "mean", "scale")
+        }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], class_data, tensors: dict[str, np.ndarray]
-                  ) -> ShiftedMicroModel:  # fmt: skip
-        out = cls(MicroModel.from_json(data["model"], class_data), data["dim"], data["n_bins"],
-                  data.get("value_bins", 0))  # fmt: skip
+    def from_json(
+        cls, data: dict[str, Any], class_data, tensors: dict[str, np.ndarray]
+    ) -> ShiftedMicroModel:
+        out = cls(
+            MicroModel.from_json(data["model"], class_data),
+            data["dim"],
+            data["n_bins"],
+            data.get("value_bins", 0),
+        )
         out.edges = np.asarray(data["edges"], np.float64)
         out.value_edges = np.asarray(data.get("value_edges", []), np.float64)
         bins, values = len(out.edges) + 1, len(out.value_edges) + 1 if out.value_bins else 0
-        shapes = {"A": (bins, out.dim), "a": (bins,), "B": (values, out.dim), "b": (values,),
-                  "mean": (out.dim,), "scale": (out.dim,)}  # fmt: skip
+        shapes = {
+            "A": (bins, out.dim),
+            "a": (bins,),
+            "B": (values, out.dim),
+            "b": (values,),
+            "mean": (out.dim,),
+            "scale": (out.dim,),
+        }
         # a model fitted before value bins existed has no B, b: none of them
         tensors = {"B": np.zeros((0, out.dim)), "b": np.zeros(0), **tensors}
         for name, shape in shapes.items():

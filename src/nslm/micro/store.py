@@ -85,8 +85,10 @@ def read_micro_json(path: Path | str) -> dict[str, Any]:
         for entry in classes.values()
     )
     if not fitted or not isinstance(payload.get("plugins", []), list):
-        raise NslmError(f"{path}: not a micro.json (its classes are not a table of fitted "
-                        "micro-models, each with its selected cell)")  # fmt: skip
+        raise NslmError(
+            f"{path}: not a micro.json (its classes are not a table of fitted "
+            "micro-models, each with its selected cell)"
+        )
     return payload
 
 

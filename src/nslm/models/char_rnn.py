@@ -193,9 +193,15 @@ class CharRNNClassModel:
         assert self._net is not None
         weights = {k: v.contiguous() for k, v in self._net.state_dict().items()}
         write_bytes_atomic(directory / f"crnn-{self.cls}.safetensors", save(weights))
-        meta = {"config": asdict(self.config), "cls": self.cls, "chars": self.chars,
-                "candidates": self.candidates.tolist(), "strings": self._strings,
-                "steps": self.steps, **extra}  # fmt: skip
+        meta = {
+            "config": asdict(self.config),
+            "cls": self.cls,
+            "chars": self.chars,
+            "candidates": self.candidates.tolist(),
+            "strings": self._strings,
+            "steps": self.steps,
+            **extra,
+        }
         write_json_atomic(directory / f"crnn-{self.cls}.json", meta, indent=0)
 
     @classmethod

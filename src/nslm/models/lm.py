@@ -20,10 +20,15 @@ def build_backbone(cfg: TrainConfig, vocab_size: int) -> nn.Module:
         from nslm.models.lstm import LSTMBackbone
 
         return LSTMBackbone(
-            vocab_size, cfg.emb_size, cfg.hidden_size, cfg.num_layers, cfg.dropout,
-            locked=cfg.locked_dropout, grounded=cfg.grounded,
+            vocab_size,
+            cfg.emb_size,
+            cfg.hidden_size,
+            cfg.num_layers,
+            cfg.dropout,
+            locked=cfg.locked_dropout,
+            grounded=cfg.grounded,
             sparse_embedding=cfg.sparse_embedding,
-        )  # fmt: skip
+        )
     if cfg.model == "awd":
         from nslm.models.awd import AWDBackbone
 

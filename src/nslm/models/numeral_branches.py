@@ -35,8 +35,9 @@ class DigitEncoder(nn.Module):
         # packed: the LSTM runs each string's own length (most numerals are 1–4 characters,
         # the padded width ~17), and its final state is the one after END
         lengths = (chars != PAD).sum(dim=1).cpu()
-        packed = pack_padded_sequence(self.embed(chars), lengths, batch_first=True,
-                                      enforce_sorted=False)  # fmt: skip
+        packed = pack_padded_sequence(
+            self.embed(chars), lengths, batch_first=True, enforce_sorted=False
+        )
         _, (h, _) = self.lstm(packed)
         return self.out(h[-1])
 
@@ -68,8 +69,9 @@ class DigitDecoder(nn.Module):
         # packed, so the LSTM runs each string's own length, not the padded width (scoring
         # every candidate string from every state is the evaluation's largest cost)
         lengths = (chars != PAD).sum(dim=1).cpu()
-        packed = pack_padded_sequence(self.embed(chars), lengths, batch_first=True,
-                                      enforce_sorted=False)  # fmt: skip
+        packed = pack_padded_sequence(
+            self.embed(chars), lengths, batch_first=True, enforce_sorted=False
+        )
         out, _ = self.lstm(packed, (h0, torch.zeros_like(h0)))
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=chars.shape[1])
         return F.log_softmax(self.out(out).float() + self.never, dim=-1)
@@ -125,8 +127,9 @@ class NumeralMoG(nn.Module):
         """log [Φ_k(x + δ) − Φ_k(x − δ)] / Z_k(r) for every row and component: (N, K)."""
         half = 0.5 * torch.pow(10.0, -r.double()).unsqueeze(1)
         x = value.double().unsqueeze(1)
-        mass = log_normal_interval((x - half - self.means) / self.stds,
-                                   (x + half - self.means) / self.stds)  # fmt: skip
+        mass = log_normal_interval(
+            (x - half - self.means) / self.stds, (x + half - self.means) / self.stds
+        )
         return mass - torch.special.log_ndtr((self.means + half) / self.stds)
 
     def forward(self, h: Tensor, value: Tensor, r: Tensor) -> Tensor:

@@ -107,8 +107,9 @@ class NumeralInput(nn.Module):
     e_d is rescaled to e_t's norm (direction from the digits, scale from the token): unscaled,
     Adam grows it to ~20× the words' inputs within 60 steps (docs/numerals.md)."""
 
-    def __init__(self, tables: NumeralTables, words: nn.Module, nums: nn.Module, digit_size: int,
-                 dim: int) -> None:  # fmt: skip
+    def __init__(
+        self, tables: NumeralTables, words: nn.Module, nums: nn.Module, digit_size: int, dim: int
+    ) -> None:
         super().__init__()
         self.tables, self.words, self.nums = tables, words, nums
         self.digits = DigitEncoder(digit_size, dim)
@@ -145,8 +146,16 @@ class NumeralHead(nn.Module):
     """One of the seven models (module docstring); ``target_log_prob`` is exact and
     normalised over words and numerals (numeral strings for the open-vocabulary ones)."""
 
-    def __init__(self, in_dim: int, spec: NumeralSpec, model: str, kind: str,
-                 cutoffs: list[int], div: float, digit_size: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        in_dim: int,
+        spec: NumeralSpec,
+        model: str,
+        kind: str,
+        cutoffs: list[int],
+        div: float,
+        digit_size: int,
+    ) -> None:
         super().__init__()
         if model not in NUMERAL_MODELS:
             raise ValueError(f"numeral_model must be one of {NUMERAL_MODELS}, not {model!r}")
@@ -283,8 +292,9 @@ def attach_numeral_model(cfg, backbone: nn.Module, spec: NumeralSpec) -> Numeral
     from nslm.models.adaptive_input import TiedInput
 
     dim = backbone.out_dim
-    head = NumeralHead(dim, spec, cfg.numeral_model, cfg.softmax, cfg.cutoffs, cfg.div_value,
-                       cfg.digit_size)  # fmt: skip
+    head = NumeralHead(
+        dim, spec, cfg.numeral_model, cfg.softmax, cfg.cutoffs, cfg.div_value, cfg.digit_size
+    )
     tie = cfg.tie_weights and hasattr(head, "num_out")
     if cfg.tie_weights:
         words: nn.Module = TiedInput(head.words)

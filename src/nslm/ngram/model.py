@@ -56,13 +56,21 @@ class NgramModel:
             raise ValueError("the unigram table must be dense over the vocabulary")
 
     @classmethod
-    def from_counts(cls, counts, itos: list[str], unk_id: int, log10_prob: list[np.ndarray],
-                    log10_backoff: list[np.ndarray], meta: dict) -> NgramModel:  # fmt: skip
+    def from_counts(
+        cls,
+        counts,
+        itos: list[str],
+        unk_id: int,
+        log10_prob: list[np.ndarray],
+        log10_backoff: list[np.ndarray],
+        meta: dict,
+    ) -> NgramModel:
         """A model estimated from ``counts`` (a :class:`~nslm.ngram.counting.NgramCounts`):
         its n-gram keys, with the estimator's probabilities and backoff weights."""
         keys = [oc.keys for oc in counts.orders]
-        return cls(itos, counts.bos_id, counts.eos_id, unk_id, keys, log10_prob, log10_backoff,
-                   meta)  # fmt: skip
+        return cls(
+            itos, counts.bos_id, counts.eos_id, unk_id, keys, log10_prob, log10_backoff, meta
+        )
 
     @property
     def order(self) -> int:

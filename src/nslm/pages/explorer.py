@@ -88,13 +88,18 @@ class RunView:
             "sentiment": self._sentiment is not None,
         }
         hidden = getattr(getattr(self.loaded, "model", None), "backbone", None)
-        return {"name": self.name, "kind": self.kind, "can": can,
-                "neurons": getattr(hidden, "out_dim", None)}  # fmt: skip
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "can": can,
+            "neurons": getattr(hidden, "out_dim", None),
+        }
 
     # -- next token ----------------------------------------------------------------------------
 
-    def predict(self, prompt: str, k: int = 10, within: int = 50,
-                input_format: str = "plain") -> dict[str, Any]:  # fmt: skip
+    def predict(
+        self, prompt: str, k: int = 10, within: int = 50, input_format: str = "plain"
+    ) -> dict[str, Any]:
         if self.kind not in ("nslm", "word"):
             raise NslmError(f"run {self.name!r} is a {self.kind} run: no next-token breakdown")
         key = (prompt, k, within, check_input_format(input_format))
@@ -104,8 +109,7 @@ class RunView:
                 return self._cache[key]
         return self._predictions(key)
 
-    def _predict_many(self, keys: Sequence[tuple[str, int, int, str]]
-                      ) -> list[dict | Exception]:  # fmt: skip
+    def _predict_many(self, keys: Sequence[tuple[str, int, int, str]]) -> list[dict | Exception]:
         """The predictions of concurrent requests (see :class:`Coalescer`): those asking the
         same k, within and input format in one pass; a prompt that fails fails alone."""
         out: dict[int, dict | Exception] = {}
@@ -126,34 +130,50 @@ class RunView:
                 self._cache.popitem(last=False)
         return [out[i] for i in range(len(keys))]
 
-    def _predict_alone(self, prompt: str, k: int, within: int, input_format: str
-                       ) -> dict | Exception:  # fmt: skip
+    def _predict_alone(
+        self, prompt: str, k: int, within: int, input_format: str
+    ) -> dict | Exception:
         try:
             return self._predict([prompt], k, within, input_format)[0]
         except Exception as exc:  # answered to its own request
             return exc
 
-    def _predict(self, prompts: list[str], k: int, within: int, input_format: str
-                 ) -> list[dict[str, Any]]:  # fmt: skip
+    def _predict(
+        self, prompts: list[str], k: int, within: int, input_format: str
+    ) -> list[dict[str, Any]]:
         from nslm.generation.predict import predict_many
 
         # a run without micro-models answers with the NNLM's list alone (micro is {})
-        return predict_many(self.loaded, self.micro, prompts, k=k, lam=self.lam,
-                            n_within=within, input_format=input_format)  # fmt: skip
+        return predict_many(
+            self.loaded,
+            self.micro,
+            prompts,
+            k=k,
+            lam=self.lam,
+            n_within=within,
+            input_format=input_format,
+        )
 
     # -- generation ----------------------------------------------------------------------------
 
-    def generate(self, prompt: str, max_tokens: int, sampling: SamplingConfig,
-                 seed: int | None, input_format: str = "plain",
-                 output_format: str = "plain") -> dict[str, Any]:  # fmt: skip
+    def generate(
+        self,
+        prompt: str,
+        max_tokens: int,
+        sampling: SamplingConfig,
+        seed: int | None,
+        input_format: str = "plain",
+        output_format: str = "plain",
+    ) -> dict[str, Any]:
         """A continuation of ``prompt``: ``read_as``, the prompt's tokens; ``text``, the prompt
         and the continuation as plain text (``output_format="tokenized"``: the tokens joined
         by spaces); per generated token its ``display``, its piece of ``text`` (with the space
         before it), after ``prompt_text``, the prompt's piece."""
         check_input_format(input_format)
         if output_format not in OUTPUT_FORMATS:
-            raise NslmError(f"unknown output format {output_format!r}; one of "
-                            f"{', '.join(OUTPUT_FORMATS)}")  # fmt: skip
+            raise NslmError(
+                f"unknown output format {output_format!r}; one of {', '.join(OUTPUT_FORMATS)}"
+            )
         sampler = Sampler(sampling, seed=seed)
         with self._lock:
             if self.kind == "byte":
@@ -161,9 +181,14 @@ class RunView:
 
                 data = generate_bytes(self.loaded, prompt.encode("utf-8"), max_tokens, sampler)
                 text = data.decode("utf-8", errors="replace")
-                return {"prompt": prompt, "read_as": [], "prompt_text": prompt,
-                        "text": prompt + text, "output_format": output_format,
-                        "tokens": [{"token": text, "class": None, "display": text}]}  # fmt: skip
+                return {
+                    "prompt": prompt,
+                    "read_as": [],
+                    "prompt_text": prompt,
+                    "text": prompt + text,
+                    "output_format": output_format,
+                    "tokens": [{"token": text, "class": None, "display": text}],
+                }
             if self.kind == "word-pos":
                 from nslm.generation.word_pos import generate_word_pos
 
@@ -176,12 +201,18 @@ class RunView:
         prompt_text, pieces = plain_pieces(read_as, [d["token"] for d in drawn], form)
         for entry, piece in zip(drawn, pieces, strict=True):
             entry["display"] = piece
-        return {"prompt": prompt, "read_as": read_as, "prompt_text": prompt_text,
-                "text": prompt_text + "".join(pieces), "output_format": output_format,
-                "tokens": drawn}  # fmt: skip
+        return {
+            "prompt": prompt,
+            "read_as": read_as,
+            "prompt_text": prompt_text,
+            "text": prompt_text + "".join(pieces),
+            "output_format": output_format,
+            "tokens": drawn,
+        }
 
-    def _generate_words(self, prompt: str, max_tokens: int, sampler: Sampler,
-                        input_format: str) -> tuple[list[str], list[dict]]:  # fmt: skip
+    def _generate_words(
+        self, prompt: str, max_tokens: int, sampler: Sampler, input_format: str
+    ) -> tuple[list[str], list[dict]]:
         """The prompt's tokens as read (as ``nslm predict`` reads them: tokenized, numbers
         re-joined, places chunked) and the generated tokens with their readings."""
         from nslm.data.vocab import EOS
@@ -203,15 +234,22 @@ class RunView:
             ids = split.token_ids[:-1].tolist()
         eos = vocab.stoi[EOS]
         head = self.loaded.cfg.heads[0]
-        drawn_ids = generate_neural(self.loaded.model, [eos, *ids], max_tokens, sampler,
-                                    head=head, eos_id=eos)  # fmt: skip
+        drawn_ids = generate_neural(
+            self.loaded.model, [eos, *ids], max_tokens, sampler, head=head, eos_id=eos
+        )
         return read_as, [{"token": vocab.itos[i], "class": None} for i in drawn_ids]
 
     # -- byte LM ---------------------------------------------------------------------------------
 
-    def sample_bytes(self, prime: str, max_bytes: int, sampling: SamplingConfig,
-                     seed: int | None, neuron: int, fields: dict | None = None
-                     ) -> dict[str, Any]:  # fmt: skip
+    def sample_bytes(
+        self,
+        prime: str,
+        max_bytes: int,
+        sampling: SamplingConfig,
+        seed: int | None,
+        neuron: int,
+        fields: dict | None = None,
+    ) -> dict[str, Any]:
         from nslm.generation.bytes import generate_bytes, text_cells
         from nslm.generation.colour import characters, neuron_values
         from nslm.generation.steering import intervention_from_fields
@@ -221,8 +259,9 @@ class RunView:
             raise NslmError(f"run {self.name!r} is not a byte LM: no neurons to colour by")
         hidden = self.loaded.model.backbone.out_dim
         if not 0 <= neuron < hidden:
-            raise NslmError(f"neuron {neuron} is out of range: the LM has {hidden} (0 to "
-                            f"{hidden - 1})")  # fmt: skip
+            raise NslmError(
+                f"neuron {neuron} is out of range: the LM has {hidden} (0 to {hidden - 1})"
+            )
         probe = self._sentiment["file"] if self._sentiment else None
         iv = intervention_from_fields(self.loaded, fields or {}, probe)
         with self._lock, intervening(self.loaded.model, iv):
@@ -260,8 +299,10 @@ class RunView:
         from nslm.probes.states import final_states
 
         if self._sentiment is None:
-            raise NslmError(f"run {self.name!r} has no sentiment probe: run 'nslm probe "
-                            f"sentiment {self.path}' first")  # fmt: skip
+            raise NslmError(
+                f"run {self.name!r} has no sentiment probe: run 'nslm probe "
+                f"sentiment {self.path}' first"
+            )
         s = self._sentiment
         texts = [detokenise_ptb(text) if s["framed"] else text]
         with self._lock:

@@ -56,8 +56,10 @@ def _sampling_inputs(prefix: str, max_value: int, default: int, label: str) -> s
 
 def explorer_html(runs: list[dict], limits) -> str:
     """The page, with the run list embedded (the API has it too: ``/api/runs``)."""
-    options = "".join(f'<option value="{esc(r["name"])}">{esc(r["name"])} ({esc(r["kind"])})'
-                      "</option>" for r in runs)  # fmt: skip
+    options = "".join(
+        f'<option value="{esc(r["name"])}">{esc(r["name"])} ({esc(r["kind"])})</option>'
+        for r in runs
+    )
     neurons = max((r["neurons"] or 1 for r in runs), default=1)
     data = json.dumps(runs).replace("</", "<\\/")
     return f"""<!DOCTYPE html>

@@ -71,8 +71,14 @@ def number(value: Any, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, sortable: bool = True,
-          classes: Sequence[str] | None = None, raw: bool = False) -> str:  # fmt: skip
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    sortable: bool = True,
+    classes: Sequence[str] | None = None,
+    raw: bool = False,
+) -> str:
     """An HTML table; cells are escaped unless ``raw`` (already HTML). ``classes`` gives a CSS
     class per row (e.g. "aggregate")."""
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
@@ -112,8 +118,9 @@ def page(title: str, sections: Sequence[tuple[str, str, str]], subtitle: str = "
     parts = [f'<h2 id="{esc(a)}">{esc(h)}</h2>\n{body}' for a, h, body in sections]
     sub = f'<p class="note">{subtitle}</p>' if subtitle else ""
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>{esc(title)}</h1>{sub}<nav>{nav}</nav>\n" + "\n".join(parts)
+        f"<h1>{esc(title)}</h1>{sub}<nav>{nav}</nav>\n"
+        + "\n".join(parts)
         + f"<script>{SORT_SCRIPT}</script></body></html>\n"
-    )  # fmt: skip
+    )

@@ -21,16 +21,25 @@ PAPER_WT2: dict[str, dict[str, dict]] = {
         "Global": {"ppl": (92.0, 90.9, 90.2, 89.8)},
     },
     "places": {
-        "city": {"metric": "euclidean", "pdf": "gaussian",
-                 "ppl": (24870.5, 19853.3, 26493.1, 2400.4)},
-        "state": {"metric": "euclidean", "pdf": "gaussian",
-                  "ppl": (3137.1, 2726.5, 2978.8, 1967.2)},
-        "country": {"metric": "euclidean", "pdf": "gaussian",
-                    "ppl": (3361.3, 3060.2, 3330.8, 1498.6)},
+        "city": {
+            "metric": "euclidean",
+            "pdf": "gaussian",
+            "ppl": (24870.5, 19853.3, 26493.1, 2400.4),
+        },
+        "state": {
+            "metric": "euclidean",
+            "pdf": "gaussian",
+            "ppl": (3137.1, 2726.5, 2978.8, 1967.2),
+        },
+        "country": {
+            "metric": "euclidean",
+            "pdf": "gaussian",
+            "ppl": (3361.3, 3060.2, 3330.8, 1498.6),
+        },
         "Locations": {"ppl": (4812.1, 3911.1, 4500.0, 1801.1)},
         "Global": {"ppl": (91.0, 91.2, 91.3, 90.5)},
     },
-}  # fmt: skip
+}
 
 
 def paper_row(table: str, row: str) -> dict | None:

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from nslm.data.text import EOS_TOKENS, to_plain
 
 
-def plain_pieces(prompt: Sequence[str], generated: Sequence[str], form: str
-                 ) -> tuple[str, list[str]]:  # fmt: skip
+def plain_pieces(
+    prompt: Sequence[str], generated: Sequence[str], form: str
+) -> tuple[str, list[str]]:
     """The prompt's and each generated token's piece of :func:`~nslm.data.text.to_plain` of
     them all: joined, the pieces are that text, so a page can mark a class token inside
     plain text. Each token's own plain form is found in order in the text (detokenizing moves

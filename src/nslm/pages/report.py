@@ -95,8 +95,9 @@ def curves_figure(records: list[dict], byte_lm: bool) -> bytes | None:
         if byte_lm:
             points = [(s, math.log2(p)) for s, p in points]
         right.plot(*zip(*points, strict=True), marker="o", label=key[10:])
-    right.set(xlabel="step", title="validation",
-              ylabel="bits per byte" if byte_lm else "perplexity")  # fmt: skip
+    right.set(
+        xlabel="step", title="validation", ylabel="bits per byte" if byte_lm else "perplexity"
+    )
     for ax in (left, right):
         if ax.lines:
             ax.legend()

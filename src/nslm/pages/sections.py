@@ -25,23 +25,37 @@ def _paper_cells(table_name: str, row: str) -> list[str]:
     if paper is None:
         return ["", ""]
     nnlm, nslm = paper["ppl"][PAPER_MODELS.index("NNLM")], paper["ppl"][PAPER_MODELS.index("NSLM")]
-    return [f'<span class="paper">{number(nnlm)}</span>', f'<span class="paper">{number(nslm)}'
-            f"</span> <span class=\"muted\">×{nslm / nnlm:.2f}</span>"]  # fmt: skip
+    return [
+        f'<span class="paper">{number(nnlm)}</span>',
+        f'<span class="paper">{number(nslm)}</span> <span class="muted">×{nslm / nnlm:.2f}</span>',
+    ]
 
 
 def _one_table(name: str, data: dict) -> str:
     models = data["models"]
     classes = data["classes"]
-    headers = ["class", "metric", "PDF", "tokens", *models, "NSLM ÷ NNLM",
-               "paper NNLM", "paper NSLM"]  # fmt: skip
+    headers = [
+        "class",
+        "metric",
+        "PDF",
+        "tokens",
+        *models,
+        "NSLM ÷ NNLM",
+        "paper NNLM",
+        "paper NSLM",
+    ]
     rows, css = [], []
     for row in [*classes, *data["aggregates"]]:
         ppl = data["rows"].get(row, {})
         chosen = classes.get(row, {})
         ratio = ppl.get("NSLM", 0) / ppl["NNLM"] if ppl.get("NNLM") else None
         label = f"&lt;{esc(row)}&gt;" if row in classes else esc(row)
-        cells = [label, esc(chosen.get("metric", "")), esc(chosen.get("pdf", "")),
-                 number(data["tokens"].get(row))]  # fmt: skip
+        cells = [
+            label,
+            esc(chosen.get("metric", "")),
+            esc(chosen.get("pdf", "")),
+            number(data["tokens"].get(row)),
+        ]
         for model in models:
             value = number(ppl.get(model))
             change = data.get("change", {}).get(row, {}).get(model)
@@ -93,9 +107,11 @@ def micro_models(run: Path) -> Section | None:
         return None
     micro = read_micro_json(path)  # its shape checked: a bad file is one error line
     plots = run / "plots"
-    body = [f"<p class='note'>Grid: {esc(micro.get('grid', ''))}; each cell is a {{metric, PDF}} "
-            "fitted on train and scored on valid (paper Table 1, step 4); the lowest valid "
-            "perplexity is selected.</p>"]  # fmt: skip
+    body = [
+        f"<p class='note'>Grid: {esc(micro.get('grid', ''))}; each cell is a {{metric, PDF}} "
+        "fitted on train and scored on valid (paper Table 1, step 4); the lowest valid "
+        "perplexity is selected.</p>"
+    ]
     for name, entry in micro.get("classes", {}).items():
         chosen = entry.get("selected", {})
         pdf = chosen.get("pdf", {})
@@ -107,14 +123,18 @@ def micro_models(run: Path) -> Section | None:
         )
         cells = sorted(entry.get("grid", []), key=lambda c: c.get("valid_ppl") or float("inf"))
         if cells:
-            rows = [(c.get("metric"), c.get("context", ""), c.get("pdf"),
-                     number(c.get("valid_ppl"), 2)) for c in cells]  # fmt: skip
+            rows = [
+                (c.get("metric"), c.get("context", ""), c.get("pdf"), number(c.get("valid_ppl"), 2))
+                for c in cells
+            ]
             body.append(table(["metric", "context", "PDF", "valid ppl"], rows))
         for png in sorted(plots.glob(f"{name}_*.png")) if plots.is_dir() else []:
             body.append(figure(png, f"<{name}>: fitted PDF over the training histogram"))
     if not plots.is_dir():
-        body.append(f"<p class='note'>Fitted PDF figures: <code>nslm micro plot {esc(run)}</code>"
-                    " (needs the corpus), then report again.</p>")  # fmt: skip
+        body.append(
+            f"<p class='note'>Fitted PDF figures: <code>nslm micro plot {esc(run)}</code>"
+            " (needs the corpus), then report again.</p>"
+        )
     return "micro", "Micro-models", "".join(body)
 
 
@@ -129,17 +149,28 @@ def context_models(run: Path) -> Section | None:
     rows = []
     for name, entry in read_json(path).get("classes", {}).items():
         tried = entry.get("valid_nll", {})
-        cells = [number(math.exp(tried[k]), 2) if k in tried else ""
-                 for k in TRIED]  # fmt: skip
+        cells = [number(math.exp(tried[k]), 2) if k in tried else "" for k in TRIED]
         parts = [c.get("name", "") for c in entry.get("components", [])]
         kept = entry.get("kind", "") if entry.get("kept") else entry.get("why", "no: plain")
         rows.append((f"<{name}>", *cells, kept, ", ".join(parts)))
-    body = ("<p class='note'>A gate on the LM's hidden state mixes each class's micro-models "
-            "(mixture), or shifts the bins of its metric (shifted); valid perplexity of P_MM "
-            "at the class's positions (docs/context-micro-models.md). The NSLM-context column "
-            "of the tables uses the kept ones.</p>"
-            + table(["class", "plain", "mixture", "shifted", "shifted + mixture", "kept",
-                     "mixture's components"], rows))  # fmt: skip
+    body = (
+        "<p class='note'>A gate on the LM's hidden state mixes each class's micro-models "
+        "(mixture), or shifts the bins of its metric (shifted); valid perplexity of P_MM "
+        "at the class's positions (docs/context-micro-models.md). The NSLM-context column "
+        "of the tables uses the kept ones.</p>"
+        + table(
+            [
+                "class",
+                "plain",
+                "mixture",
+                "shifted",
+                "shifted + mixture",
+                "kept",
+                "mixture's components",
+            ],
+            rows,
+        )
+    )
     return "context", "Context-aware micro-models", body
 
 
@@ -151,9 +182,11 @@ def rarity(run: Path) -> Section | None:
         split = path.stem.removeprefix("rarity_")
         for name, buckets in data.get("tables", {}).items():
             models = list(next(iter(buckets.values()), {}))
-            rows = [[bucket, number(next(iter(cols.values()), {}).get("tokens"))]
-                    + [number(cols[m].get("ppl")) for m in models]
-                    for bucket, cols in buckets.items()]  # fmt: skip
+            rows = [
+                [bucket, number(next(iter(cols.values()), {}).get("tokens"))]
+                + [number(cols[m].get("ppl")) for m in models]
+                for bucket, cols in buckets.items()
+            ]
             body.append(f"<h3>{esc(name)} ({esc(split)})</h3>")
             body.append(table(["train count", "tokens", *models], rows, sortable=False))
         png = path.with_suffix(".png")
@@ -163,35 +196,64 @@ def rarity(run: Path) -> Section | None:
 
 
 def _sentiment(summary: dict, folder: Path) -> str:
-    rows = [(name, number(p.get("C"), 3), number(p.get("dev_acc"), 3), number(p.get("test_acc"), 3),
-             f"{p.get('n_nonzero')}/{p.get('n_neurons')}", p.get("neuron"),
-             number(p.get("neuron_test_acc"), 3))
-            for name, p in summary.get("poolings", {}).items()]  # fmt: skip
+    rows = [
+        (
+            name,
+            number(p.get("C"), 3),
+            number(p.get("dev_acc"), 3),
+            number(p.get("test_acc"), 3),
+            f"{p.get('n_nonzero')}/{p.get('n_neurons')}",
+            p.get("neuron"),
+            number(p.get("neuron_test_acc"), 3),
+        )
+        for name, p in summary.get("poolings", {}).items()
+    ]
     if "bow" in summary:
-        rows.append(("TF-IDF + LR (baseline)", number(summary["bow"].get("C"), 3),
-                     number(summary["bow"].get("dev_acc"), 3),
-                     number(summary["bow"].get("test_acc"), 3), "", "", ""))  # fmt: skip
-    rows.append(("majority", "", "", number(summary.get("majority", {}).get("test_acc"), 3),
-                 "", "", ""))  # fmt: skip
+        rows.append(
+            (
+                "TF-IDF + LR (baseline)",
+                number(summary["bow"].get("C"), 3),
+                number(summary["bow"].get("dev_acc"), 3),
+                number(summary["bow"].get("test_acc"), 3),
+                "",
+                "",
+                "",
+            )
+        )
+    rows.append(
+        ("majority", "", "", number(summary.get("majority", {}).get("test_acc"), 3), "", "", "")
+    )
     headers = ["features", "C", "dev", "test", "non-zero", "best neuron", "neuron alone"]
     sizes = ", ".join(f"{k} {v:,}" for k, v in summary.get("sizes", {}).items())
-    html = f"<p class='note'>{esc(summary.get('dataset'))}: {esc(sizes)}; best on dev: " \
-           f"{esc(summary.get('best_pooling'))}</p>" + table(headers, rows)  # fmt: skip
-    for png, caption in (("weights.png", "probe weight per neuron"),
-                         ("neuron_histogram.png", "the best neuron by label")):  # fmt: skip
+    html = (
+        f"<p class='note'>{esc(summary.get('dataset'))}: {esc(sizes)}; best on dev: "
+        f"{esc(summary.get('best_pooling'))}</p>" + table(headers, rows)
+    )
+    for png, caption in (
+        ("weights.png", "probe weight per neuron"),
+        ("neuron_histogram.png", "the best neuron by label"),
+    ):
         if (folder / png).is_file():
             html += figure(folder / png, caption)
     return html
 
 
 def _pos(summary: dict, folder: Path) -> str:
-    rows = [(f"top {k}" if k != "all" else "all neurons", number(r["acc"], 3),
-             number(r["precision"], 3), number(r["recall"], 3))
-            for k, r in summary.get("rows", {}).items()]  # fmt: skip
-    html = (f"<p class='note'>{number(summary.get('train_bytes'))} train bytes, "
-            f"{number(summary.get('test_bytes'))} test bytes; majority "
-            f"{number(summary.get('majority', {}).get('test_acc'), 3)}; SPACE with 3 neurons "
-            f"{number(summary.get('space_top3_acc'), 3)}</p>")  # fmt: skip
+    rows = [
+        (
+            f"top {k}" if k != "all" else "all neurons",
+            number(r["acc"], 3),
+            number(r["precision"], 3),
+            number(r["recall"], 3),
+        )
+        for k, r in summary.get("rows", {}).items()
+    ]
+    html = (
+        f"<p class='note'>{number(summary.get('train_bytes'))} train bytes, "
+        f"{number(summary.get('test_bytes'))} test bytes; majority "
+        f"{number(summary.get('majority', {}).get('test_acc'), 3)}; SPACE with 3 neurons "
+        f"{number(summary.get('space_top3_acc'), 3)}</p>"
+    )
     html += table(["neurons", "accuracy", "precision", "recall"], rows, sortable=False)
     for png in sorted(folder.glob("weights_*.png")):
         tag = re.sub(r"^weights_", "", png.stem)
@@ -216,14 +278,17 @@ INTERVENTION_FIGURES = (
     ("random_units.png", "Top-k units against k random units (mean ± sd over the draws)"),
     ("selectivity.png", "Selectivity: probe accuracy against its control task"),
     ("steered_sample.png", "A sample steered by the sentiment direction beside an unsteered one"),
-)  # fmt: skip
+)
 
 
 def interventions(run: Path) -> Section | None:
     """The figures of benchmarks/neuron_interventions.py (RUN/probes/interventions/)."""
     folder = run / "probes" / "interventions"
-    shown = [figure(folder / name, caption) for name, caption in INTERVENTION_FIGURES
-             if (folder / name).is_file()]  # fmt: skip
+    shown = [
+        figure(folder / name, caption)
+        for name, caption in INTERVENTION_FIGURES
+        if (folder / name).is_file()
+    ]
     if not shown:
         return None
     note = (

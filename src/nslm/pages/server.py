@@ -57,8 +57,9 @@ class Sampling(BaseModel):
     seed: int | None = Field(None, description="Fix the random draws.")
 
     def config(self) -> SamplingConfig:
-        return SamplingConfig(temperature=self.temperature, top_k=self.top_k or None,
-                              top_p=self.top_p)  # fmt: skip
+        return SamplingConfig(
+            temperature=self.temperature, top_k=self.top_k or None, top_p=self.top_p
+        )
 
 
 class GenerateRequest(Sampling):
@@ -87,20 +88,23 @@ class SentimentRequest(BaseModel):
 
 def _bounded(text: str, limits: Limits, what: str) -> str:
     if len(text) > limits.max_prompt_chars:
-        raise HTTPException(422, f"{what} is {len(text):,} characters; the limit is "
-                                 f"{limits.max_prompt_chars:,}")  # fmt: skip
+        raise HTTPException(
+            422, f"{what} is {len(text):,} characters; the limit is {limits.max_prompt_chars:,}"
+        )
     # JSON may spell half of a UTF-16 pair alone ("\ud800"): no text, and no UTF-8 either
     bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
     if bad is not None:
-        raise HTTPException(422, f"{what} is not valid Unicode: a lone surrogate "
-                                 f"(U+{ord(text[bad]):04X}) at character {bad + 1}")  # fmt: skip
+        raise HTTPException(
+            422,
+            f"{what} is not valid Unicode: a lone surrogate "
+            f"(U+{ord(text[bad]):04X}) at character {bad + 1}",
+        )
     return text
 
 
 def _choice(value: str, choices: tuple[str, ...], what: str) -> str:
     if value not in choices:
-        raise HTTPException(422, f"{what} must be one of {', '.join(choices)}, not "
-                                 f"{value[:40]!a}")  # fmt: skip
+        raise HTTPException(422, f"{what} must be one of {', '.join(choices)}, not {value[:40]!a}")
     return value
 
 
@@ -128,8 +132,9 @@ def create_app(runs: dict[str, Path], limits: Limits | None = None) -> FastAPI: 
         raise NslmError("serve needs at least one run")
     views = {name: RunView(name, path, limits) for name, path in runs.items()}
     about = "Next tokens, generation and byte-LM neurons of nslm runs."
-    app = FastAPI(title="nslm explorer", version="1", description=about,
-                  default_response_class=JSONText)  # fmt: skip
+    app = FastAPI(
+        title="nslm explorer", version="1", description=about, default_response_class=JSONText
+    )
 
     def view(name: str) -> RunView:
         if name not in views:
@@ -143,8 +148,9 @@ def create_app(runs: dict[str, Path], limits: Limits | None = None) -> FastAPI: 
 
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, exc: HTTPException) -> JSONText:
-        return JSONText(status_code=exc.status_code, content={"detail": exc.detail},
-                        headers=exc.headers)  # fmt: skip
+        return JSONText(
+            status_code=exc.status_code, content={"detail": exc.detail}, headers=exc.headers
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONText:
@@ -183,16 +189,18 @@ def create_app(runs: dict[str, Path], limits: Limits | None = None) -> FastAPI: 
         n = _at_most(body.max_tokens, limits.max_tokens, "max_tokens")
         input_format = _choice(body.input_format, INPUT_FORMATS, "input_format")
         output_format = _choice(body.output_format, OUTPUT_FORMATS, "output_format")
-        return JSONText(run.generate(prompt, n, body.config(), body.seed, input_format,
-                                     output_format))  # fmt: skip
+        return JSONText(
+            run.generate(prompt, n, body.config(), body.seed, input_format, output_format)
+        )
 
     @app.post("/api/runs/{name}/bytes", summary="Byte LM: sample, coloured by a neuron")
     def sample_bytes(name: str, body: BytesRequest) -> JSONText:
         run = view(name)
         prime = _bounded(body.prime, limits, "prime")
         n = _at_most(body.max_bytes, limits.max_tokens, "max_bytes")
-        fields = body.model_dump(include={"ablate", "ablate_mode", "clamp", "steer", "steer_at",
-                                          "steer_scale"})  # fmt: skip
+        fields = body.model_dump(
+            include={"ablate", "ablate_mode", "clamp", "steer", "steer_at", "steer_scale"}
+        )
         return JSONText(run.sample_bytes(prime, n, body.config(), body.seed, body.neuron, fields))
 
     @app.post("/api/runs/{name}/sentiment", summary="Byte LM: classify a review")
@@ -203,8 +211,13 @@ def create_app(runs: dict[str, Path], limits: Limits | None = None) -> FastAPI: 
     return app
 
 
-def serve(runs: dict[str, Path], host: str = "127.0.0.1", port: int = 8000,
-          limits: Limits | None = None, workers: int = 1) -> None:  # fmt: skip
+def serve(
+    runs: dict[str, Path],
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    limits: Limits | None = None,
+    workers: int = 1,
+) -> None:
     """Load the runs and serve until interrupted.
 
     Torch computes each request on one thread: a request is small (one prompt), and two
@@ -222,10 +235,17 @@ def serve(runs: dict[str, Path], host: str = "127.0.0.1", port: int = 8000,
         uvicorn.run(create_app(runs, limits), host=host, port=port, log_level="warning")
         return
     limits = limits or Limits()
-    os.environ[ENV] = json.dumps({"runs": {n: str(p) for n, p in runs.items()},
-                                  "limits": asdict(limits)})  # fmt: skip
-    uvicorn.run("nslm.pages.server:app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_level="warning")  # fmt: skip
+    os.environ[ENV] = json.dumps(
+        {"runs": {n: str(p) for n, p in runs.items()}, "limits": asdict(limits)}
+    )
+    uvicorn.run(
+        "nslm.pages.server:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+    )
 
 
 ENV = "NSLM_SERVE"  # the runs and limits of a multi-worker server, as JSON

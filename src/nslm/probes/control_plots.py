@@ -17,8 +17,13 @@ import numpy as np
 from nslm.generation.colour import characters, rgb
 from nslm.probes.plots import _pyplot, _save
 
-PANELS = (("sst2", "SST-2"), ("imdb", "IMDB"), ("pos_grouped", "POS grouped"),
-          ("pos_ungrouped", "POS ungrouped"), ("space", "SPACE alone"))  # fmt: skip
+PANELS = (
+    ("sst2", "SST-2"),
+    ("imdb", "IMDB"),
+    ("pos_grouped", "POS grouped"),
+    ("pos_ungrouped", "POS ungrouped"),
+    ("space", "SPACE alone"),
+)
 
 
 def _copy(path: Path, copy: Path | None) -> Path:
@@ -42,8 +47,13 @@ def random_units_plot(result: dict, path: Path, copy: Path | None = None) -> Pat
         ax.plot(ks, mean, marker="s", color="tab:gray", label="k random units")
         ax.fill_between(ks, mean - sd, mean + sd, color="tab:gray", alpha=0.3, label="± 1 sd")
         if "test_acc_all_units" in result[key]:
-            ax.axhline(result[key]["test_acc_all_units"], color="black", linestyle="--",
-                       linewidth=1, label="all units")  # fmt: skip
+            ax.axhline(
+                result[key]["test_acc_all_units"],
+                color="black",
+                linestyle="--",
+                linewidth=1,
+                label="all units",
+            )
         ax.set_xscale("log")
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.set_xlabel("k")
@@ -56,8 +66,12 @@ def random_units_plot(result: dict, path: Path, copy: Path | None = None) -> Pat
 def selectivity_plot(result: dict, path: Path, copy: Path | None = None) -> Path:
     """Accuracy and control accuracy side by side, selectivity written above each pair."""
     plt = _pyplot()
-    bars = [(f"POS {g[4:]} {k}", result[g][k]) for g in ("pos_grouped", "pos_ungrouped")
-            if g in result for k in ("all", "1", "2", "3")]  # fmt: skip
+    bars = [
+        (f"POS {g[4:]} {k}", result[g][k])
+        for g in ("pos_grouped", "pos_ungrouped")
+        if g in result
+        for k in ("all", "1", "2", "3")
+    ]
     if "sst2" in result:
         bars.append(("SST-2 all", result["sst2"]))
     fig, ax = plt.subplots(figsize=(1.0 * len(bars) + 2, 3.6), dpi=120)
@@ -81,9 +95,15 @@ def selectivity_plot(result: dict, path: Path, copy: Path | None = None) -> Path
     return _copy(_save(fig, path), copy)
 
 
-def coloured_texts_png(texts: Sequence[bytes], values: Sequence[np.ndarray],
-                       titles: Sequence[str], path: Path, copy: Path | None = None,
-                       label: str = "", width: int = 70) -> Path:  # fmt: skip
+def coloured_texts_png(
+    texts: Sequence[bytes],
+    values: Sequence[np.ndarray],
+    titles: Sequence[str],
+    path: Path,
+    copy: Path | None = None,
+    label: str = "",
+    width: int = 70,
+) -> Path:
     """Texts side by side, each character on the colour of its value (+1 red, −1 blue, as
     everywhere in nslm: :mod:`nslm.generation.colour`), ``width`` characters a line."""
     plt = _pyplot()
@@ -98,8 +118,15 @@ def coloured_texts_png(texts: Sequence[bytes], values: Sequence[np.ndarray],
         for i, (char, last) in enumerate(characters(data)):
             row, col = divmod(i, width)
             colour = tuple(c / 255 for c in rgb(vals[last]))
-            ax.text(col, row, char if char.isprintable() else " ", family="monospace",
-                    fontsize=7, va="center", ha="left",
-                    bbox={"facecolor": colour, "edgecolor": "none", "pad": 0.6})  # fmt: skip
+            ax.text(
+                col,
+                row,
+                char if char.isprintable() else " ",
+                family="monospace",
+                fontsize=7,
+                va="center",
+                ha="left",
+                bbox={"facecolor": colour, "edgecolor": "none", "pad": 0.6},
+            )
     fig.suptitle(label, fontsize=9)
     return _copy(_save(fig, path), copy)

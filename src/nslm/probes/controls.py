@@ -90,9 +90,12 @@ def random_units(n_units: int, k: int, n_rows: int, rng: np.random.Generator) ->
     return [np.sort(rng.choice(n_units, size=k, replace=False)).tolist() for _ in range(n_rows)]
 
 
-def fit_units_on_dev(X: dict[str, np.ndarray], y: dict[str, np.ndarray],
-                     neurons: list[list[int]], grid: Sequence[float] = C_GRID
-                     ) -> tuple[L1Probe, float]:  # fmt: skip
+def fit_units_on_dev(
+    X: dict[str, np.ndarray],
+    y: dict[str, np.ndarray],
+    neurons: list[list[int]],
+    grid: Sequence[float] = C_GRID,
+) -> tuple[L1Probe, float]:
     """An :class:`L1Probe` restricted to ``neurons``, C chosen on dev as the all-unit probe's
     is (:func:`nslm.probes.estimators.fit_on_dev`); returns it and its test accuracy."""
     best, best_dev = None, -1.0
@@ -107,12 +110,23 @@ def fit_units_on_dev(X: dict[str, np.ndarray], y: dict[str, np.ndarray],
 def spread(values: Sequence[float]) -> dict:
     """Mean, standard deviation (n − 1), min and max of the draws."""
     v = np.asarray(values, dtype=np.float64)
-    return {"mean": float(v.mean()), "sd": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
-            "min": float(v.min()), "max": float(v.max()), "draws": len(v)}  # fmt: skip
+    return {
+        "mean": float(v.mean()),
+        "sd": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+        "min": float(v.min()),
+        "max": float(v.max()),
+        "draws": len(v),
+    }
 
 
-def random_baseline(score: Callable[[list[list[int]]], float], n_units: int, k: int,
-                    n_rows: int, draws: int = DRAWS, seed: int = 0) -> dict:  # fmt: skip
+def random_baseline(
+    score: Callable[[list[list[int]]], float],
+    n_units: int,
+    k: int,
+    n_rows: int,
+    draws: int = DRAWS,
+    seed: int = 0,
+) -> dict:
     """``score`` (a probe fitted and tested on the given units per classifier) over
     ``draws`` random choices of k units: mean ± sd."""
     rng = np.random.default_rng([seed, k])

@@ -43,8 +43,9 @@ class L1Probe(ClassifierMixin, BaseEstimator):
     Weights are on the standardised scale, so ``|coef_|`` ranks neurons.
     """
 
-    def __init__(self, C: float = 0.1, neurons: Sequence[Sequence[int]] | None = None,
-                 max_iter: int = 200) -> None:  # fmt: skip
+    def __init__(
+        self, C: float = 0.1, neurons: Sequence[Sequence[int]] | None = None, max_iter: int = 200
+    ) -> None:
         self.C = C
         self.neurons = neurons
         self.max_iter = max_iter
@@ -215,8 +216,13 @@ def _lists(neurons: Sequence[Sequence[int]] | None) -> list[list[int]] | None:
     return None if neurons is None else [[int(i) for i in row] for row in neurons]
 
 
-def fit_on_dev(X_train: np.ndarray, y_train: np.ndarray, X_dev: np.ndarray, y_dev: np.ndarray,
-               grid: Sequence[float] = C_GRID) -> tuple[L1Probe, dict[float, float]]:  # fmt: skip
+def fit_on_dev(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_dev: np.ndarray,
+    y_dev: np.ndarray,
+    grid: Sequence[float] = C_GRID,
+) -> tuple[L1Probe, dict[float, float]]:
     """The :class:`L1Probe` of ``grid`` most accurate on dev (fitted on train only), and the
     dev accuracy of every C; ties go to the smaller C, the sparser probe."""
     best, scores = None, {}

@@ -43,8 +43,14 @@ def weight_bars(weights: np.ndarray, path: Path | str, title: str) -> Path:
     top = int(np.argmax(np.abs(weights)))
     ax.bar(np.arange(len(weights)), weights, width=1.0, color="tab:gray")
     ax.bar([top], [weights[top]], width=max(1.0, len(weights) / 150), color="tab:red")
-    ax.annotate(f"neuron {top}", (top, weights[top]), textcoords="offset points",
-                xytext=(6, 0), color="tab:red", fontsize=8)  # fmt: skip
+    ax.annotate(
+        f"neuron {top}",
+        (top, weights[top]),
+        textcoords="offset points",
+        xytext=(6, 0),
+        color="tab:red",
+        fontsize=8,
+    )
     ax.axhline(0, color="black", linewidth=0.5)
     ax.set_xlim(-1, len(weights))
     ax.set_xlabel("neuron (cell-state dimension)")
@@ -53,9 +59,14 @@ def weight_bars(weights: np.ndarray, path: Path | str, title: str) -> Path:
     return _save(fig, path)
 
 
-def label_histogram(values: np.ndarray, match: np.ndarray, path: Path | str, title: str,
-                    names: tuple[str, str] = ("negative", "positive"),
-                    threshold: float | None = None) -> Path:  # fmt: skip
+def label_histogram(
+    values: np.ndarray,
+    match: np.ndarray,
+    path: Path | str,
+    title: str,
+    names: tuple[str, str] = ("negative", "positive"),
+    threshold: float | None = None,
+) -> Path:
     """The histogram of one neuron's values, split by a boolean label (``names``: False, True)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.6), dpi=120)
@@ -73,9 +84,15 @@ def label_histogram(values: np.ndarray, match: np.ndarray, path: Path | str, tit
     return _save(fig, path)
 
 
-def sentence_html(texts: Sequence[bytes], states: Sequence[np.ndarray],
-                  tags: Sequence[Sequence[str]], neuron: int, tag: str, path: Path | str,
-                  title: str = "") -> Path:  # fmt: skip
+def sentence_html(
+    texts: Sequence[bytes],
+    states: Sequence[np.ndarray],
+    tags: Sequence[Sequence[str]],
+    neuron: int,
+    tag: str,
+    path: Path | str,
+    title: str = "",
+) -> Path:
     """An HTML page: each character coloured by tanh of ``neuron`` after its last byte, the
     tag of its bytes under it (``tag`` in yellow)."""
     rows = []
@@ -120,9 +137,11 @@ def emergence_plot(points: Sequence[dict], path: Path | str, title: str = "") ->
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
     x = np.array([p["bytes"] for p in points], dtype=float)
-    for key, label in [("sst_all_acc", "SST-2, all neurons"),
-                       ("sst_one_neuron_acc", "SST-2, one neuron"),
-                       ("pos_grouped_all_acc", "POS grouped, all neurons")]:  # fmt: skip
+    for key, label in [
+        ("sst_all_acc", "SST-2, all neurons"),
+        ("sst_one_neuron_acc", "SST-2, one neuron"),
+        ("pos_grouped_all_acc", "POS grouped, all neurons"),
+    ]:
         ax.plot(x, [p.get(key) for p in points], marker="o", label=label)
     ax.set_xscale("log")
     ax.set_xlabel("bytes trained")
@@ -131,8 +150,14 @@ def emergence_plot(points: Sequence[dict], path: Path | str, title: str = "") ->
     bpb = [p.get("valid_bpb") for p in points]
     if any(b is not None for b in bpb):
         right = ax.twinx()
-        right.plot(x, [np.nan if b is None else b for b in bpb], color="black",
-                   linestyle="--", marker="s", label="valid bits/byte")  # fmt: skip
+        right.plot(
+            x,
+            [np.nan if b is None else b for b in bpb],
+            color="black",
+            linestyle="--",
+            marker="s",
+            label="valid bits/byte",
+        )
         right.set_ylabel("valid bits/byte")
         right.legend(loc="upper right", fontsize=8)
     ax.legend(loc="lower left", fontsize=8)

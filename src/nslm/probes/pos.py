@@ -32,11 +32,22 @@ from nslm.probes.estimators import L1Probe
 # project's probes are specified with: NN/NNS/NNP/NNPS → NN, VB* → VB, …; the seed keeps NNP
 # apart, docs/probes.md)
 GROUPS = {
-    "NNS": "NN", "NNP": "NN", "NNPS": "NN",
-    "VBD": "VB", "VBG": "VB", "VBN": "VB", "VBP": "VB", "VBZ": "VB",
-    "JJR": "JJ", "JJS": "JJ", "RBR": "RB", "RBS": "RB", "PRP$": "PRP",
-    "-LRB-": "(", "-RRB-": ")",
-}  # fmt: skip
+    "NNS": "NN",
+    "NNP": "NN",
+    "NNPS": "NN",
+    "VBD": "VB",
+    "VBG": "VB",
+    "VBN": "VB",
+    "VBP": "VB",
+    "VBZ": "VB",
+    "JJR": "JJ",
+    "JJS": "JJ",
+    "RBR": "RB",
+    "RBS": "RB",
+    "PRP$": "PRP",
+    "-LRB-": "(",
+    "-RRB-": ")",
+}
 TOP_KS = (1, 2, 3)
 # Fixed: a C search per tag would multiply the fit time (dev-chosen for sentiment). On 60k
 # train bytes of the 512-unit LM, grouped tags: 0.748 at C = 0.03, 0.757 at 0.1 (800 test
@@ -64,8 +75,9 @@ class ByteData:
         return len(self.tags)
 
 
-def take_bytes(sentences: Sequence[TaggedSentence], n_bytes: int | None, *, seed: int = 0
-               ) -> list[TaggedSentence]:  # fmt: skip
+def take_bytes(
+    sentences: Sequence[TaggedSentence], n_bytes: int | None, *, seed: int = 0
+) -> list[TaggedSentence]:
     """Whole sentences in a seeded random order until they hold ``n_bytes`` bytes (all when
     None): the probe's training subset."""
     if n_bytes is None:
@@ -80,9 +92,15 @@ def take_bytes(sentences: Sequence[TaggedSentence], n_bytes: int | None, *, seed
     return chosen
 
 
-def byte_dataset(loaded, sentences: Sequence[TaggedSentence], *, grouped: bool = True,
-                 batch_size: int = 64, frame: bool = True,
-                 extractor: ByteExtractor | None = None) -> ByteData:  # fmt: skip
+def byte_dataset(
+    loaded,
+    sentences: Sequence[TaggedSentence],
+    *,
+    grouped: bool = True,
+    batch_size: int = 64,
+    frame: bool = True,
+    extractor: ByteExtractor | None = None,
+) -> ByteData:
     """Cell state and tag of every byte of ``sentences``, each read after the review
     separator when ``frame``."""
     if not sentences:
@@ -115,8 +133,11 @@ def _scores(pred: np.ndarray, gold: np.ndarray) -> dict:
     precision, recall, _, _ = precision_recall_fscore_support(
         gold, pred, average="weighted", zero_division=0
     )
-    return {"acc": float(np.mean(pred == gold)), "precision": float(precision),
-            "recall": float(recall)}  # fmt: skip
+    return {
+        "acc": float(np.mean(pred == gold)),
+        "precision": float(precision),
+        "recall": float(recall),
+    }
 
 
 def _binary(scores: np.ndarray, gold: np.ndarray) -> dict:
@@ -138,8 +159,14 @@ def _per_tag(probe: L1Probe, test: ByteData) -> dict[str, dict]:
     }
 
 
-def probe_pos(train: ByteData, test: ByteData, *, C: float = POS_C, ks: Sequence[int] = TOP_KS,
-              log: Callable[[str], None] = lambda _: None) -> PosResult:  # fmt: skip
+def probe_pos(
+    train: ByteData,
+    test: ByteData,
+    *,
+    C: float = POS_C,
+    ks: Sequence[int] = TOP_KS,
+    log: Callable[[str], None] = lambda _: None,
+) -> PosResult:
     """Fit the one-vs-rest probes (all neurons, then each tag's top-k) and score them on test."""
     if len(train) == 0 or len(test) == 0:
         raise NslmError("empty split: the POS probe needs bytes in train and test")
@@ -173,6 +200,8 @@ def probe_pos(train: ByteData, test: ByteData, *, C: float = POS_C, ks: Sequence
     if SPACE in per_tag and "3" in per_tag[SPACE]:
         summary["space_top3_acc"] = per_tag[SPACE]["3"]["acc"]
     for name, row in rows.items():
-        log(f"POS k={name}: acc {row['acc']:.3f} prec {row['precision']:.3f} "
-            f"recall {row['recall']:.3f}")  # fmt: skip
+        log(
+            f"POS k={name}: acc {row['acc']:.3f} prec {row['precision']:.3f} "
+            f"recall {row['recall']:.3f}"
+        )
     return PosResult(summary, probes)

@@ -43,8 +43,9 @@ BOW_GRID = (0.3, 1.0, 3.0, 10.0, 30.0)
 Extractor = Callable[..., dict[str, np.ndarray]]
 
 
-def sst2_splits(data_dir: Path | str | None = None, *, n_train: int | None = None,
-                detokenise: bool = True) -> dict[str, LabelledTexts]:  # fmt: skip
+def sst2_splits(
+    data_dir: Path | str | None = None, *, n_train: int | None = None, detokenise: bool = True
+) -> dict[str, LabelledTexts]:
     """SST-2 train (its first ``n_train`` sentences, all when None), dev and test, as plain
     text unless ``detokenise`` is False."""
     splits = {
@@ -58,8 +59,13 @@ def sst2_splits(data_dir: Path | str | None = None, *, n_train: int | None = Non
     return splits
 
 
-def imdb_splits(data_dir: Path | str | None = None, *, n_train: int = 2000, n_dev: int = 500,
-                n_test: int | None = None) -> dict[str, LabelledTexts]:  # fmt: skip
+def imdb_splits(
+    data_dir: Path | str | None = None,
+    *,
+    n_train: int = 2000,
+    n_dev: int = 500,
+    n_test: int | None = None,
+) -> dict[str, LabelledTexts]:
     """IMDB train and dev from the shuffled train file (disjoint), test from the shuffled test
     file (its first ``n_test``, all 25,000 when None)."""
     train = read_imdb("train", data_dir)
@@ -85,10 +91,16 @@ def framed(texts: list[str], last_bytes: int | None = None, frame: bool = True) 
     return [ARTICLE_END + d + b" " for d in data] if frame else data
 
 
-def extract_features(loaded, splits: dict[str, LabelledTexts], *, last_bytes: int | None = None,
-                     frame: bool = True, batch_size: int = 64, extractor: Extractor | None = None,
-                     log: Callable[[str], None] = lambda _: None
-                     ) -> dict[str, dict[str, np.ndarray]]:  # fmt: skip
+def extract_features(
+    loaded,
+    splits: dict[str, LabelledTexts],
+    *,
+    last_bytes: int | None = None,
+    frame: bool = True,
+    batch_size: int = 64,
+    extractor: Extractor | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> dict[str, dict[str, np.ndarray]]:
     """Per split, the pooled states of every text: ``{split: {pooling: (N, H)}}``."""
     if extractor is None:
         from nslm.probes.states import final_states as extractor
@@ -134,8 +146,9 @@ def bow_classifier(splits: dict[str, LabelledTexts], grid=BOW_GRID):
 def bag_of_words(splits: dict[str, LabelledTexts], grid=BOW_GRID) -> dict:
     """:func:`bow_classifier`'s C, dev and test accuracy."""
     (vectorizer, model), C, dev, n_features = bow_classifier(splits, grid)
-    test = _accuracy(model.predict(vectorizer.transform(splits["test"].texts)),
-                     splits["test"].labels)  # fmt: skip
+    test = _accuracy(
+        model.predict(vectorizer.transform(splits["test"].texts)), splits["test"].labels
+    )
     return {"C": C, "dev_acc": dev, "test_acc": test, "n_features": n_features}
 
 
@@ -145,9 +158,15 @@ def majority(splits: dict[str, LabelledTexts]) -> dict:
     return {"label": label, "test_acc": _accuracy(label, splits["test"].labels)}
 
 
-def probe_sentiment(features: dict[str, dict[str, np.ndarray]], splits: dict[str, LabelledTexts],
-                    *, grid=C_GRID, poolings=POOLINGS, bow: bool = True,
-                    log: Callable[[str], None] = lambda _: None) -> SentimentResult:  # fmt: skip
+def probe_sentiment(
+    features: dict[str, dict[str, np.ndarray]],
+    splits: dict[str, LabelledTexts],
+    *,
+    grid=C_GRID,
+    poolings=POOLINGS,
+    bow: bool = True,
+    log: Callable[[str], None] = lambda _: None,
+) -> SentimentResult:
     """Fit and score the probes of every pooling, the best neuron, and the baselines."""
     for name in SPLITS:
         if name not in splits or len(splits[name]) == 0:

@@ -75,8 +75,11 @@ def _each_batch(
             done += int(lengths[index].sum())
             if total > 5_000_000 and time.perf_counter() - last_report > 30:
                 rate = done / (time.perf_counter() - start)
-                print(f"{what}: {done:,} of {total:,} bytes ({rate:,.0f} bytes/s)",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                print(
+                    f"{what}: {done:,} of {total:,} bytes ({rate:,.0f} bytes/s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 last_report = time.perf_counter()
     finally:
         model.train(was_training)

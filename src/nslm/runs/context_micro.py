@@ -46,9 +46,11 @@ VALUE_BINS = (0, 8)
 MICRO_KINDS = ("auto", "plain", "context")  # what ``--micro`` of predict/generate takes
 TRIED = ("plain", "mixture", "shifted", "shifted_mixture")  # the kinds a class may keep
 # a context model's kind → its class and the tensors it keeps in the safetensors file
-KINDS = {"mixture": (ContextMicroModel, ("W", "b", "mean", "scale")),
-         "shifted": (ShiftedMicroModel, ("A", "a", "mean", "scale")),
-         "shifted_mixture": (ContextMicroModel, ("W", "b", "mean", "scale"))}  # fmt: skip
+KINDS = {
+    "mixture": (ContextMicroModel, ("W", "b", "mean", "scale")),
+    "shifted": (ShiftedMicroModel, ("A", "a", "mean", "scale")),
+    "shifted_mixture": (ContextMicroModel, ("W", "b", "mean", "scale")),
+}
 
 
 def lm_fingerprint(model: torch.nn.Module) -> str:
@@ -60,8 +62,9 @@ def lm_fingerprint(model: torch.nn.Module) -> str:
     return digest.hexdigest()
 
 
-def class_states(loaded: LoadedRun, split_name: str, models: dict[str, MicroModel]
-                 ) -> dict[str, torch.Tensor]:  # fmt: skip
+def class_states(
+    loaded: LoadedRun, split_name: str, models: dict[str, MicroModel]
+) -> dict[str, torch.Tensor]:
     """{class: (N_c, D) LM states at the class's positions of the split}: one backbone pass."""
     split = loaded.corpus.splits[split_name]
     where = {name: mm.cls.positions(split)[0] for name, mm in models.items()}
@@ -121,15 +124,25 @@ def fit_run_context(
         if best != "plain":
             entry.update(models[best].to_json())
             tensors.update({f"{name}.{k}": v for k, v in models[best].tensors().items()})
-        classes[name] = {**entry, "kept": best != "plain", "kind": best,
-                         "train_positions": len(H_train), "valid_nll": tried}  # fmt: skip
-    payload = {"run": str(loaded.run_dir), "lm_fingerprint": lm_fingerprint(loaded.model),
-               "components": components, "classes": classes}  # fmt: skip
+        classes[name] = {
+            **entry,
+            "kept": best != "plain",
+            "kind": best,
+            "train_positions": len(H_train),
+            "valid_nll": tried,
+        }
+    payload = {
+        "run": str(loaded.run_dir),
+        "lm_fingerprint": lm_fingerprint(loaded.model),
+        "components": components,
+        "classes": classes,
+    }
     return payload, tensors
 
 
-def write_run_context(loaded: LoadedRun, payload: dict[str, Any],
-                      tensors: dict[str, np.ndarray]) -> Path:  # fmt: skip
+def write_run_context(
+    loaded: LoadedRun, payload: dict[str, Any], tensors: dict[str, np.ndarray]
+) -> Path:
     """The tensors first, then the JSON that names them: a half-written pair never loads."""
     run = Path(loaded.run_dir)
     write_bytes_atomic(run / CONTEXT_TENSORS, save(tensors))
@@ -146,8 +159,10 @@ def load_run_context(loaded: LoadedRun, plain: dict[str, MicroModel]) -> dict[st
     run = Path(loaded.run_dir)
     payload = read_json(run / CONTEXT_FILE)
     if payload.get("lm_fingerprint") != lm_fingerprint(loaded.model):
-        raise NslmError(f"{run / CONTEXT_FILE} was fitted on other LM weights; run "
-                        f"'nslm micro fit {run} --context' again")  # fmt: skip
+        raise NslmError(
+            f"{run / CONTEXT_FILE} was fitted on other LM weights; run "
+            f"'nslm micro fit {run} --context' again"
+        )
     try:
         tensors = load_file(str(run / CONTEXT_TENSORS))
     except (SafetensorError, OSError) as exc:  # truncated, not safetensors (a pickle), …
@@ -165,8 +180,10 @@ def load_run_context(loaded: LoadedRun, plain: dict[str, MicroModel]) -> dict[st
         model_class, keys = kind
         found = {k[len(name) + 1 :]: v for k, v in tensors.items() if k.startswith(f"{name}.")}
         if any(k not in found for k in keys):
-            raise NslmError(f"{run / CONTEXT_TENSORS} lacks <{name}>'s {', '.join(keys)}: run "
-                            f"'nslm micro fit {run} --context' again")  # fmt: skip
+            raise NslmError(
+                f"{run / CONTEXT_TENSORS} lacks <{name}>'s {', '.join(keys)}: run "
+                f"'nslm micro fit {run} --context' again"
+            )
         out[name] = model_class.from_json(entry, plain[name].cls, found)
     return out
 
@@ -180,6 +197,8 @@ def run_micro_models(loaded: LoadedRun, kind: str = "auto") -> dict[str, Any]:
     if kind == "plain" or (kind == "auto" and not has_context_models(loaded.run_dir)):
         return plain
     if not has_context_models(loaded.run_dir):
-        raise NslmError(f"no {Path(loaded.run_dir) / CONTEXT_FILE}: run 'nslm micro fit "
-                        f"{loaded.run_dir} --context' first")  # fmt: skip
+        raise NslmError(
+            f"no {Path(loaded.run_dir) / CONTEXT_FILE}: run 'nslm micro fit "
+            f"{loaded.run_dir} --context' first"
+        )
     return load_run_context(loaded, plain)

@@ -23,17 +23,23 @@ from nslm.runs.files import load_model_tensors, read_json
 VOCAB_FILE = "vocab.json"
 
 
-def word_pos_model(cfg: TrainConfig, vocab: TaggedVocab, counts: torch.Tensor | None = None
-                   ) -> WordPosLM:  # fmt: skip
+def word_pos_model(
+    cfg: TrainConfig, vocab: TaggedVocab, counts: torch.Tensor | None = None
+) -> WordPosLM:
     """The model ``cfg`` describes over ``vocab``; ``counts`` = train count(word, tag), which
     starts the joint's tag-word table and is the Eq. 11 model's Q(p | w) (zeros when the
     weights are loaded afterwards)."""
     sizes = WordPosSizes(
-        n_words=len(vocab.words), n_tags=len(vocab.tags), n_suffixes=len(vocab.suffixes),
-        emb_size=cfg.emb_size, tag_emb_size=cfg.tag_emb_size,
-        shape_emb_size=cfg.shape_emb_size, hidden_size=cfg.hidden_size,
-        num_layers=cfg.num_layers, dropout=cfg.dropout,
-    )  # fmt: skip
+        n_words=len(vocab.words),
+        n_tags=len(vocab.tags),
+        n_suffixes=len(vocab.suffixes),
+        emb_size=cfg.emb_size,
+        tag_emb_size=cfg.tag_emb_size,
+        shape_emb_size=cfg.shape_emb_size,
+        hidden_size=cfg.hidden_size,
+        num_layers=cfg.num_layers,
+        dropout=cfg.dropout,
+    )
     if counts is None:
         counts = torch.zeros(sizes.n_words, sizes.n_tags)
     return WordPosLM(cfg.pos_model, sizes, counts, cfg.eq11_loss, cfg.tag_weight)

@@ -62,8 +62,9 @@ def _positions(encoded: EncodedSentences, batch: SentenceBatch) -> tuple[np.ndar
     return rows, cols, encoded.starts[batch.sentence_ids[rows]] + cols
 
 
-def _store(out: dict[str, np.ndarray], where: np.ndarray, scores: PositionScores,
-           bos_tag: int) -> np.ndarray | None:  # fmt: skip
+def _store(
+    out: dict[str, np.ndarray], where: np.ndarray, scores: PositionScores, bos_tag: int
+) -> np.ndarray | None:
     """Write ``scores`` at split positions ``where``; return the greedy tags (or None)."""
     if scores.word is not None:
         out["word"][where] = scores.word.double().cpu().numpy()
@@ -80,9 +81,13 @@ def _store(out: dict[str, np.ndarray], where: np.ndarray, scores: PositionScores
 
 @torch.no_grad()
 def score_tagged(
-    model: WordPosLM, encoded: EncodedSentences, vocab: TaggedVocab, *,
-    history: str = "gold", batch_size: int = 64,
-) -> TaggedScores:  # fmt: skip
+    model: WordPosLM,
+    encoded: EncodedSentences,
+    vocab: TaggedVocab,
+    *,
+    history: str = "gold",
+    batch_size: int = 64,
+) -> TaggedScores:
     """The pass over every sentence of ``encoded`` with the given ``history``."""
     if history not in HISTORIES:
         raise ValueError(f"history is one of {HISTORIES}, not {history!r}")
@@ -91,9 +96,10 @@ def score_tagged(
     device = next(model.parameters()).device
     n = encoded.n_tokens
     out = {
-        "word": np.full(n, np.nan), "joint": np.full(n, np.nan),
+        "word": np.full(n, np.nan),
+        "joint": np.full(n, np.nan),
         "tags": np.full(n, -1, dtype=np.int64),
-    }  # fmt: skip
+    }
     bos_tag = vocab.tag_ids[BOS]
     sequential = history == "predicted" and model.kind in READS_TAGS
     for batch in eval_batches(encoded, vocab, batch_size):
@@ -108,15 +114,23 @@ def score_tagged(
     model.train(was_training)
     unknown = np.array([vocab.is_unknown(i) for i in range(len(vocab.words))])
     return TaggedScores(
-        out["word"], out["joint"], out["tags"], encoded.tags.copy(),
-        unknown[encoded.words], encoded.words == vocab.eos,
-    )  # fmt: skip
+        out["word"],
+        out["joint"],
+        out["tags"],
+        encoded.tags.copy(),
+        unknown[encoded.words],
+        encoded.words == vocab.eos,
+    )
 
 
 def _predicted_history(
-    model: WordPosLM, encoded: EncodedSentences, batch: SentenceBatch,
-    out: dict[str, np.ndarray], bos_tag: int, device: torch.device,
-) -> None:  # fmt: skip
+    model: WordPosLM,
+    encoded: EncodedSentences,
+    batch: SentenceBatch,
+    out: dict[str, np.ndarray],
+    bos_tag: int,
+    device: torch.device,
+) -> None:
     """Step through ``batch`` one position at a time, feeding the model its own tags."""
     inputs = model_inputs(model.kind, batch, device)
     width = batch.words.shape[1]
@@ -136,8 +150,9 @@ def _predicted_history(
             previous[torch.from_numpy(live).to(device)] = torch.from_numpy(predicted).to(device)
 
 
-def most_frequent_tag_accuracy(train: EncodedSentences, test: EncodedSentences,
-                               n_tags: int) -> float:  # fmt: skip
+def most_frequent_tag_accuracy(
+    train: EncodedSentences, test: EncodedSentences, n_tags: int
+) -> float:
     """The baseline tagger: each word's most frequent train tag (the vocabulary's words and
     unknown signatures, as every model sees them), the overall most frequent for a word
     never seen in train. Over the words of ``test`` (``<eos>`` excluded)."""
@@ -151,9 +166,14 @@ def most_frequent_tag_accuracy(train: EncodedSentences, test: EncodedSentences,
 
 
 def split_figures(
-    model: WordPosLM, vocab: TaggedVocab, train: EncodedSentences, part: EncodedSentences,
-    name: str, *, batch_size: int = 64,
-) -> dict[str, float | None]:  # fmt: skip
+    model: WordPosLM,
+    vocab: TaggedVocab,
+    train: EncodedSentences,
+    part: EncodedSentences,
+    name: str,
+    *,
+    batch_size: int = 64,
+) -> dict[str, float | None]:
     """The comparison of docs/word-pos.md on one split, keys prefixed ``{name}_``:
     word perplexity with gold previous tags and with the model's own, joint perplexity (None
     where the model defines no joint), the tagger's accuracy on all, known and unknown words,

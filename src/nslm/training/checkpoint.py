@@ -182,8 +182,10 @@ def check_stream_layout(state: dict[str, Any]) -> None:
     """Refuse a DDP checkpoint from before ``streams_per_rank`` was saved: ``batch_size``
     then counted one rank's streams, so resuming would change every rank's streams."""
     if int(state.get("world", 1)) > 1 and "streams_per_rank" not in state:
-        raise NslmError("this DDP run was made by an older nslm (batch_size per rank); "
-                        "resume it with that version")  # fmt: skip
+        raise NslmError(
+            "this DDP run was made by an older nslm (batch_size per rank); "
+            "resume it with that version"
+        )
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:

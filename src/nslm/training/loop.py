@@ -63,11 +63,21 @@ class Trainer:
         self.optimizer = build_optimizer(cfg, self.model)
         self.n_batches = task.n_batches()
         self.state: dict[str, Any] = {
-            "epoch": 0, "batch": 0, "step": 0, "lr": cfg.lr, "best": math.inf,
-            "best_epoch": -1, "bad_epochs": 0, "elapsed": 0.0, "done": False,
-            "world": self.world, "tokens": 0, "step_seconds": 0.0,
-            **task.state_fields, "kept_minutes": [],
-        }  # fmt: skip
+            "epoch": 0,
+            "batch": 0,
+            "step": 0,
+            "lr": cfg.lr,
+            "best": math.inf,
+            "best_epoch": -1,
+            "bad_epochs": 0,
+            "elapsed": 0.0,
+            "done": False,
+            "world": self.world,
+            "tokens": 0,
+            "step_seconds": 0.0,
+            **task.state_fields,
+            "kept_minutes": [],
+        }
         self.halving: RateHalving | None = None
         if cfg.lr_schedule == "halving":
             self.halving = RateHalving(cfg.lr, cfg.halving_epsilon, cfg.max_halvings)

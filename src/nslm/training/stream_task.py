@@ -67,8 +67,10 @@ class StreamLMTask:
             raise NslmError(f"batch_size {cfg.batch_size} is not divisible by {world} ranks")
         n = min(n, len(train))
         if n < 2 * cfg.batch_size:  # each stream needs an input and a target at least
-            raise NslmError(f"config key 'batch_size' ({cfg.batch_size:,} streams) is too large "
-                            f"for the {n:,} training tokens: at most {n // 2:,}")  # fmt: skip
+            raise NslmError(
+                f"config key 'batch_size' ({cfg.batch_size:,} streams) is too large "
+                f"for the {n:,} training tokens: at most {n // 2:,}"
+            )
         all_streams = make_streams(
             train.token_ids[:n], train.class_ids[:n], train.article_ids[:n], cfg.batch_size
         )
@@ -108,8 +110,11 @@ class StreamLMTask:
         """The one scoring pass over the heads (no micro-models yet), as evaluation runs it."""
         cfg = self.cfg
         return Scorer(
-            self.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt, accuracy=self.byte_lm,
-        )  # fmt: skip
+            self.model,
+            batch_size=cfg.eval_batch_size,
+            bptt=cfg.bptt,
+            accuracy=self.byte_lm,
+        )
 
     def validate(self) -> dict[str, float]:
         """Validation perplexity per head (the scoring pass sets eval mode and restores it)."""

@@ -70,9 +70,13 @@ class WordPosTask:
     def batches(self, start: int) -> Iterator[tuple[int, SentenceBatch]]:
         """This rank's share: batch ``i`` of the shuffled epoch goes to rank ``i % world``."""
         every = epoch_batches(
-            self.encoded["train"], self.vocab, self.cfg.batch_size,
-            seed=self.cfg.seed, epoch=self.epoch, start=start * self.world + self.rank,
-        )  # fmt: skip
+            self.encoded["train"],
+            self.vocab,
+            self.cfg.batch_size,
+            seed=self.cfg.seed,
+            epoch=self.epoch,
+            start=start * self.world + self.rank,
+        )
         n = self.n_batches()
         for index, batch in every:
             if index // self.world >= n:
@@ -80,8 +84,9 @@ class WordPosTask:
             if index % self.world == self.rank:
                 yield index // self.world, batch
 
-    def loss(self, module: nn.Module, batch: SentenceBatch, hidden: Any
-             ) -> tuple[Tensor, Tensor, Any, int]:  # fmt: skip
+    def loss(
+        self, module: nn.Module, batch: SentenceBatch, hidden: Any
+    ) -> tuple[Tensor, Tensor, Any, int]:
         h, _ = module(*model_inputs(self.kind, batch, self.device))
         mask = torch.from_numpy(batch.mask).to(self.device)
         words = torch.from_numpy(batch.target_words).to(self.device)[mask]
@@ -94,8 +99,13 @@ class WordPosTask:
     # -- scores ----------------------------------------------------------------------------
 
     def _score(self, split: str, history: str) -> TaggedScores:
-        return score_tagged(self.model, self.encoded[split], self.vocab, history=history,
-                            batch_size=self.cfg.eval_batch_size)  # fmt: skip
+        return score_tagged(
+            self.model,
+            self.encoded[split],
+            self.vocab,
+            history=history,
+            batch_size=self.cfg.eval_batch_size,
+        )
 
     def validate(self) -> dict[str, float]:
         if self.kind == "tagger":
@@ -117,10 +127,16 @@ class WordPosTask:
         for split in ("valid", "test"):
             if self.cfg.progress:
                 print(f"scoring {split} …", file=sys.stderr, flush=True)
-            results.update(split_figures(
-                self.model, self.vocab, self.encoded["train"], self.encoded[split], split,
-                batch_size=self.cfg.eval_batch_size,
-            ))  # fmt: skip
+            results.update(
+                split_figures(
+                    self.model,
+                    self.vocab,
+                    self.encoded["train"],
+                    self.encoded[split],
+                    split,
+                    batch_size=self.cfg.eval_batch_size,
+                )
+            )
         return results
 
     # -- the run directory -----------------------------------------------------------------
