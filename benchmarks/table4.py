@@ -29,19 +29,19 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from machine import machine_info, today
 from nslm.atomic import write_json_atomic
 from nslm.data.fixed_vocab import prepare_text, prepare_text_file
 from nslm.data.locate import locate_corpus
 from nslm.evaluation.open_report import evaluate_open
 from nslm.evaluation.open_tables import row_masks
-from nslm.evaluation.open_vocab import open_total_mass
 from nslm.generation.open_predict import open_predict_many
 from nslm.perplexity import perplexity
 from nslm.runs.context_micro import has_context_models, load_run_context
 from nslm.runs.open import open_run
+from nslm.runs.open_micro import load_run_open
+from nslm.scores.spelling import fit_spelling
+from open_vocab import sums_to_one
 from table4_parts import PROMPTS, ewt_text, value_figures
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -81,12 +81,13 @@ def main() -> None:
     texts["ewt"] = prepare_text(corpus, ewt_text(), "ewt", "UD English EWT test", "plain")
     for text in texts.values():
         log(f"scoring {text.describe()}")
-    evaluation = evaluate_open(scorer, micro, texts, names)
-    open_classes = evaluation.open_classes
+    open_classes = load_run_open(loaded, plain)
+    spelling = fit_spelling(corpus)
+    evaluation = evaluate_open(scorer, micro, open_classes, spelling, texts, names)
     lams = evaluation.lambdas("Numbers")  # Table 4 is the Numbers table: λ tuned there
-    log(f"λ on valid Numbers: {lams}; β: {evaluation.escapes}")
+    log(f"λ on valid Numbers: {lams}")
     split = texts["test"].split
-    cols = evaluation.columns("test", lams)
+    cols = evaluation.columns("test", lams, "adjusted")
     tables = evaluation.table("test", lams)
     values = value_figures(scorer, split, corpus, micro, open_classes, lams)
     trained = json.loads((args.run / "results.json").read_text())  # the budget, as spent
@@ -121,7 +122,9 @@ def main() -> None:
     for row in table.values():
         row["change_vs_softmax"] = row["num_ppl_adjusted"] / base - 1 if base else None
     prompts = open_predict_many(loaded, plain, open_classes, PROMPTS, k=5, lam=lams["NSLM-open"])
-    sum_error = sums_to_one(scorer, split, plain, open_classes, names, args.sum_positions)
+    sum_error = sums_to_one(loaded, scorer, plain, open_classes, texts["test"], args.sum_positions)[
+        "NSLM-open"
+    ]
     short = {
         m: {r: rows[r] for r in ("Numbers", "Locations", "Global")} for m, rows in tables.items()
     }
@@ -131,7 +134,7 @@ def main() -> None:
         "run": str(args.run),
         "numerals_file": str(args.numerals) if numerals is not None else None,
         "lambdas": lams,
-        "escapes": evaluation.escapes,
+        "new_member_probability": evaluation.escapes("valid"),
         "table4": table,
         "tables": short,
         "value_baselines": values.get("baselines"),
@@ -171,19 +174,6 @@ def oov_class_figures(plain, cols: dict, split, names) -> dict:
             "ppl_nnlm": perplexity(cols["NNLM"][unseen]),
         }
     return out
-
-
-def sums_to_one(scorer, split, micro, open_classes, names, n: int) -> float:
-    """max |Σ − 1| of NSLM-open over ``n`` random test positions (vocabulary + open members)."""
-    rng = np.random.default_rng(0)
-    positions = np.sort(rng.choice(np.arange(1, len(split)), n, replace=False))
-    full = scorer.distribution_at(split, positions, micro, names)
-    contexts = {
-        name: oc.cls.context(split, positions, oc.micro.context)
-        for name, oc in open_classes.items()
-    }
-    total = open_total_mass(full, open_classes, names, contexts)
-    return float(np.abs(total - 1).max())
 
 
 def ewt_figures(text, evaluation, lams: dict) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -242,6 +243,10 @@ def test_eval_cli_scores_a_text_file_and_another_corpus(
     assert figures["oov_tokens"] >= 1 and figures["oov_types"] >= 1 and figures["bytes"] > 0
     for row in figures["models"].values():  # an OOV costs more once adjusted, never less
         assert row["ppl_adjusted"] >= row["ppl"] > 1 and 0 < row["bits_per_byte"] < 10
+        # proper: P(<unk>|h) spread over the unseen strings, so each OOV costs more still
+        assert row["ppl_proper"] > row["ppl"]
+        bits = math.log2(row["ppl_proper"]) * (figures["tokens"] - 1) / figures["bytes"]
+        assert row["bits_per_byte"] == pytest.approx(bits, rel=1e-6)
     assert got["split"] == "text" and got["lambda_global"] == saved["lambda_global"]
     numbers = got["tables"]["numbers"]
     assert numbers["lambda"] == saved["tables"]["numbers"]["lambda"]

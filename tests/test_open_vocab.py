@@ -1,290 +1,268 @@
-"""Open-vocabulary class members (micro/open_numbers.py, micro/open_vocab.py,
-evaluation/open_vocab.py): the closed-form string counts against brute force, every q_c
-and the whole NSLM-open summing to one, unseen values scored and serving as context."""
+"""Open micro-models (micro/open_set.py and its bases) and open-vocabulary scores
+(evaluation/open_vocab.py): each P_open sums to one over its class's whole open set O_c,
+a new member is scored by the same function as a known one, the fitted parameters survive
+JSON, and the two conventions charge ``<unk>`` as they say."""
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import json
-from dataclasses import replace
-from pathlib import Path
+import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nslm.cli import main
-from nslm.data.fixed_vocab import prepare_text_file
-from nslm.data.numbers import NUMBER_CLASSES, can_be
-from nslm.evaluation.numeral_values import numeral_types, predicted_values
-from nslm.evaluation.open_vocab import (
-    adjusted,
-    oov_type_count,
-    open_scores,
-    open_total_mass,
-    tune_escapes,
-)
-from nslm.generation.open_predict import open_predict_many
-from nslm.generation.predict import predict
+from nslm.data.corpus import PreparedCorpus
+from nslm.data.fixed_vocab import prepare_text
+from nslm.evaluation.open_vocab import OpenScores, open_scores
 from nslm.micro.history import Context
-from nslm.micro.model import MicroModel
-from nslm.micro.open_numbers import NumberShapes, accepted, rounded_spellings, shape_of
-from nslm.micro.open_vocab import OpenClass, fit_open
+from nslm.micro.number_spellings import class_rule
+from nslm.micro.open_set import KnownWeight, OpenMicroModel, log_open
+from nslm.micro.pipeline import fit_micro
+from nslm.scores.spelling import fit_spelling
+from nslm.scores.split_scores import SplitScores
 
-SLICE = 20_000
+CHEAP_PDFS = ["gaussian", "exponential", "unigram", "binary", "multinomial"]
+ENUMERATED = ["year", "city"]
 
 
 @pytest.fixture(scope="module")
-def run(tiny_nslm_run: Path) -> Path:
+def run(tiny_nslm_run):
     return tiny_nslm_run
 
 
-def _strings(lead: int, groups: int, decimals: int) -> list[str]:
-    """Every string of the shape, leading zeros included."""
-    digits = lead + 3 * groups + decimals
-    out = []
-    for combo in itertools.product("0123456789", repeat=digits):
-        s = "".join(combo)
-        whole, frac = s[: lead + 3 * groups], s[lead + 3 * groups :]
-        parts = [whole[:lead]] + [whole[lead + 3 * i : lead + 3 * i + 3] for i in range(groups)]
-        out.append(",".join(parts) + ("." + frac if frac else ""))
+@pytest.fixture(scope="module")
+def models(loaded, micro) -> dict[str, OpenMicroModel]:
+    """Open micro-models fitted on WikiText-2 train: the tiny run's year and city, and a
+    value class (``round``: its O_c is finite, so it can be summed)."""
+    train = loaded.corpus.train
+    out = {name: OpenMicroModel.fit(micro[name], train) for name in ENUMERATED}
+    selections, _ = fit_micro(loaded.corpus, names=["round"], pdfs=CHEAP_PDFS, eval_splits=())
+    out["round"] = OpenMicroModel.fit(selections["round"].model, train)
     return out
 
 
-SMALL_SHAPES = [(1, 0, 0), (2, 0, 0), (3, 0, 0), (4, 0, 0), (1, 1, 0), (2, 0, 1), (1, 0, 2)]
+def class_contexts(om: OpenMicroModel, corpus: PreparedCorpus, per_split: int) -> Context:
+    """The contexts of ``per_split`` random class tokens of train and of test, stacked."""
+    rng = np.random.default_rng(0)
+    parts = []
+    for split in (corpus.train, corpus.test):
+        positions, _ = om.cls.positions(split)
+        picked = np.sort(rng.choice(positions, min(per_split, len(positions)), replace=False))
+        parts.append(om.cls.context(split, picked, om.micro.context))
+    fields = [f.name for f in dataclasses.fields(Context)]
+    return Context(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in fields})
 
 
-@pytest.mark.parametrize("shape", SMALL_SHAPES, ids=str)
-@pytest.mark.parametrize("cls", NUMBER_CLASSES)
-def test_accepted_counts_equal_brute_force(cls: str, shape: tuple[int, int, int]) -> None:
-    strings = _strings(*shape)
-    assert all(shape_of(s) == shape for s in strings)
-    assert accepted(cls, *shape) == sum(can_be(cls, s) for s in strings)
+# -- properness ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cls", ["other", "decimal", "round", "range"])
-def test_shape_model_sums_to_one_and_skips_vc(cls: str) -> None:
-    in_vocab = [s for s in _strings(2, 0, 0) + _strings(1, 0, 1) if can_be(cls, s)][:40]
-    seen, unseen = {
-        "decimal": ("12,480.5", "1,234,567.8"),
-        "round": ("12,000", "1,200,000"),
-    }.get(cls, ("12,480", "1,234,567"))
-    assert can_be(cls, seen) and can_be(cls, unseen)
-    model = NumberShapes(cls).fit([*in_vocab[:5], seen], in_vocab)
-    assert model.total_mass(in_vocab) == pytest.approx(1.0, abs=1e-9)
-    # a shape seen among the hapaxes is likelier, string for string, than one never seen
-    assert model.log_prob([seen])[0] > model.log_prob([unseen])[0] > -np.inf
-    # the parameters survive JSON
-    again = NumberShapes.from_params(model.get_params())
-    np.testing.assert_array_equal(again.log_prob(["12,345", "7"]), model.log_prob(["12,345", "7"]))
-
-
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
-    cls=st.sampled_from(NUMBER_CLASSES),
-    picks=st.lists(st.integers(0, 10**6), max_size=30),
-    alpha=st.floats(0.01, 5.0),
+    weights=st.lists(st.floats(1e-6, 1.0), min_size=2, max_size=12),
+    seen=st.lists(st.booleans(), min_size=12, max_size=12),
+    a=st.floats(-5, 5),
+    b=st.floats(-2, 2),
 )
-def test_shape_model_is_proper_for_any_vocabulary(cls: str, picks: list[int], alpha: float) -> None:
-    pool = [f"{p:,}" for p in picks] + [str(p) for p in picks] + [f"{p / 100:.2f}" for p in picks]
-    in_vocab = sorted({s for s in pool if can_be(cls, s)})
-    model = NumberShapes(cls, alpha).fit(in_vocab[::2], in_vocab)
-    assert model.total_mass(in_vocab) == pytest.approx(1.0, abs=1e-9)
-    assert np.isneginf(model.log_prob(["1" * 40])).all()  # outside the grid: not a member
-    # a binary micro-model's matches move mass within their shapes, never out of them
-    matched = {s for s in rounded_spellings(picks[0] / 7 if picks else 3.5) if can_be(cls, s)}
-    matched -= set(in_vocab)
-    assert model.matching_mass(matched, 0.87) == pytest.approx(1.0, abs=1e-9)
+def test_known_weight_keeps_the_open_set_proper(weights, seen, a, b) -> None:
+    v = np.array(weights) / sum(weights)  # the last weight stands for O_c outside V_c
+    known = np.log(v[:-1])[None, :]
+    log_freq = np.where(seen[: len(v) - 1], np.log(np.arange(1, len(v)) / len(v)), -np.inf)
+    gamma = KnownWeight(a, b).gamma(log_freq)
+    log_p, log_z = log_open(known, gamma)
+    outside = v[-1] / np.exp(log_z[0])
+    assert np.exp(log_p).sum() + outside == pytest.approx(1.0, abs=1e-12)
+    unseen = ~np.isfinite(gamma)  # unseen members of V_c keep their base share, as new ones
+    np.testing.assert_allclose(log_p[0, unseen], known[0, unseen] - log_z[0], rtol=1e-12)
 
 
-def test_open_year_scores_unseen_years_near_the_previous_one(micro) -> None:
-    year = OpenClass.fit(micro["year"])
-    assert 0 < year.escape < 0.01  # WikiText-2 train has no hapax year: Good-Turing's +1
-    assert "2027" in year.enumerated.index and "1990" not in year.enumerated.index
-    ctx = Context.from_values(prev_value=np.array([2027.0, np.nan]))
-    np.testing.assert_allclose(year.new_mass(ctx), 1.0, atol=1e-9)
-    scores = year.log_prob_new(["2028", "2028"], ctx)
-    assert scores[0] > scores[1]  # 2027 as w_prev makes 2028 likelier than no context does
-    far = year.log_prob_new(["1200"], Context.from_values(prev_value=np.array([2027.0])))
-    assert scores[0] > far[0]
-    best = year.top_new(Context.from_values(prev_value=np.array([2027.0])), 5)[0]
-    assert all(abs(int(s) - 2027) <= 20 for s, _ in best)
-    assert np.isneginf(year.log_prob_new(["3000"], ctx.rows(np.array([0]))))
+@pytest.mark.parametrize("name", ENUMERATED)
+def test_enumerated_open_set_sums_to_one(models, loaded, name: str) -> None:
+    om = models[name]
+    ctx = class_contexts(om, loaded.corpus, 30)
+    has = om.micro.metric.available(ctx)
+    assert len(ctx) >= 50 and has.any() and (~has).any()  # the metric's part and the prior's
+    known, log_z = om.log_prob_known(ctx)
+    new_columns = np.setdiff1d(np.arange(len(om.base.strings)), om.base.vc_columns)
+    assert len(new_columns) > 0
+    log_new = om.base.log_v_all(ctx)[:, new_columns] - log_z[:, None]
+    p_new = np.exp(log_new).sum(axis=1)
+    np.testing.assert_allclose(np.exp(known).sum(axis=1) + p_new, 1.0, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.exp(om.log_new_mass(ctx)), p_new, rtol=0, atol=1e-9)
 
 
-def test_open_places_enumerate_the_gazetteer(micro) -> None:
-    city = OpenClass.fit(micro["city"])
-    assert city.enumerated is not None and len(city.enumerated.strings) > 100
-    assert not set(city.enumerated.strings) & set(micro["city"].cls.candidates.strings)
-    ctx = Context.from_values(prev_coords=np.array([[48.85, 2.35], [np.nan, np.nan]]))
-    np.testing.assert_allclose(city.new_mass(ctx), 1.0, atol=1e-9)
-    again = OpenClass.from_params(city.get_params(), micro["city"])
-    assert again.escape == city.escape
+def test_round_open_set_sums_to_one(models, loaded) -> None:
+    om = models["round"]
+    ctx = class_contexts(om, loaded.corpus, 3)
+    _, listed = class_rule("round")
+    new = [s for s in listed if s not in om.known]
+    known, log_z = om.log_prob_known(ctx)
+    for i in range(len(ctx)):  # log_prob's reading of a new string, without its V_c part
+        p_new = np.exp(om.base.log_v_strings(new, ctx.rows(np.full(len(new), i))) - log_z[i]).sum()
+        assert np.exp(known[i]).sum() + p_new == pytest.approx(1.0, abs=1e-9)
+        assert p_new == pytest.approx(np.exp(om.log_new_mass(ctx.rows(np.array([i]))))[0])
 
 
-def test_adjusted_spreads_unk_over_the_unknown_types() -> None:
-    strings = ["a", "zz", "b", "zz", "yy"]
+@pytest.mark.parametrize("name", [*ENUMERATED, "round"])
+def test_log_prob_of_a_known_member_is_its_column(models, loaded, name: str) -> None:
+    om = models[name]
+    ctx = class_contexts(om, loaded.corpus, 5)
+    known, _ = om.log_prob_known(ctx)
+    j = int(np.argmax(om.cls.candidates.counts))
+    got = om.log_prob([om.cls.candidates.strings[j]] * len(ctx), ctx)
+    np.testing.assert_array_equal(got, known[:, j])
+
+
+@pytest.mark.parametrize("name", ENUMERATED)
+def test_log_prob_of_a_new_member_is_its_share_of_the_enumeration(models, loaded, name) -> None:
+    om = models[name]
+    ctx = class_contexts(om, loaded.corpus, 5)
+    _, log_z = om.log_prob_known(ctx)
+    column = int(np.setdiff1d(np.arange(len(om.base.strings)), om.base.vc_columns)[0])
+    got = om.log_prob([om.base.strings[column]] * len(ctx), ctx)
+    np.testing.assert_allclose(got, om.base.log_v_all(ctx)[:, column] - log_z, rtol=1e-12)
+    assert np.isneginf(om.log_prob(["Atlantis 3000"], ctx.rows(np.array([0])))).all()
+
+
+def test_new_values_take_what_the_known_ones_leave(models, loaded) -> None:
+    om = models["round"]
+    ctx = class_contexts(om, loaded.corpus, 3)
+    known, _ = om.log_prob_known(ctx)
+    left = 1.0 - np.exp(known).sum(axis=1)
+    assert (left > 0).all()
+    np.testing.assert_allclose(np.exp(om.log_new_mass(ctx)), left, rtol=1e-9)
+    for i, listed in enumerate(om.top_new(ctx, 10)):
+        assert len(listed) == 10
+        strings, scores = zip(*listed, strict=True)
+        assert not set(strings) & set(om.known)
+        assert np.isfinite(scores).all() and (np.exp(scores) < left[i]).all()
+        row = ctx.rows(np.full(len(strings), i))
+        np.testing.assert_allclose(om.log_prob(list(strings), row), scores, rtol=1e-12)
+
+
+# -- what the open set is for -----------------------------------------------------------
+
+
+def year_context(om: OpenMicroModel, corpus: PreparedCorpus, year: int) -> Context:
+    unk = corpus.vocab.stoi["<unk>"]
+    prev_id = corpus.vocab.stoi.get(str(year), unk)
+    ctx = Context.from_values(prev_value=np.array([float(year)]), prev_ids=np.array([prev_id]))
+    assert om.micro.metric.available(ctx).all()
+    return ctx
+
+
+def likeliest(om: OpenMicroModel, ctx: Context) -> list[tuple[int, float]]:
+    """Every member of O_c, known or new, by P_open: (year, probability), likeliest first."""
+    known, log_z = om.log_prob_known(ctx)
+    log_p = om.base.log_v_all(ctx)[0] - log_z[0]
+    log_p[om.base.vc_columns] = known[0]
+    order = np.argsort(-log_p, kind="stable")
+    return [(int(om.base.strings[i]), float(np.exp(log_p[i]))) for i in order]
+
+
+def test_after_an_unseen_year_the_next_is_a_new_one_just_after(models, loaded) -> None:
+    om, corpus = models["year"], loaded.corpus
+    years = sorted(int(s) for s in om.cls.candidates.strings)
+    last = max(y for y in years if y < 2027)
+    assert last < 2027 < min(y for y in years if y > last)  # 2027 is after V_c's run of years
+    ranked = likeliest(om, year_context(om, corpus, 2027))
+    assert 2027 <= ranked[0][0] <= 2037 and str(ranked[0][0]) not in om.known
+    after = next(y for y, _ in ranked if y != 2027)  # w_prev repeated aside: what comes next
+    assert 2027 < after <= 2037
+    assert sum(p for y, p in ranked if 2027 < y <= 2037) > sum(p for y, p in ranked if y > 2037)
+
+
+def test_after_a_known_year_the_next_is_a_known_one_near_it(models, loaded) -> None:
+    om = models["year"]
+    year, p = likeliest(om, year_context(om, loaded.corpus, 1990))[0]
+    assert str(year) in om.known and abs(year - 1990) <= 3
+    assert np.exp(om.log_new_mass(year_context(om, loaded.corpus, 1990)))[0] < p
+
+
+# -- fitting and parameters ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [*ENUMERATED, "round"])
+def test_deleted_estimation_gives_finite_parameters(models, name: str) -> None:
+    om = models[name]
+    assert om.how.startswith("deleted estimation") and "held-out log-likelihood" in om.how
+    params = om.get_params()
+    assert np.isfinite([om.weight.a, om.weight.b]).all()
+    weights = ["epsilon"] if name in ENUMERATED else ["eta", "lambda"]
+    assert all(0 < params["base"][w] < 1 for w in weights)
+    assert np.isfinite(params["base"].get("power", 1.0))
+
+
+@pytest.mark.parametrize("name", [*ENUMERATED, "round"])
+def test_parameters_round_trip_through_json(models, loaded, name: str) -> None:
+    om = models[name]
+    again = OpenMicroModel.from_params(json.loads(json.dumps(om.get_params())), om.micro)
+    ctx = class_contexts(om, loaded.corpus, 3)
+    for got, want in zip(again.log_prob_known(ctx), om.log_prob_known(ctx), strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert again.top_new(ctx, 5) == om.top_new(ctx, 5)
+    assert again.how == om.how
+
+
+# -- open scores ----------------------------------------------------------------------------
+
+
+def test_conventions_charge_unk_and_leave_known_tokens_alone() -> None:
     oov = np.array([False, True, False, True, True])
-    assert oov_type_count(strings, oov) == 2
-    out = adjusted(np.zeros(5), oov, 2)
-    np.testing.assert_allclose(out, [0, -np.log(2), 0, -np.log(2), -np.log(2)])
+    spell = np.where(oov, [0.0, -7.0, 0.0, -9.0, -7.0], np.nan)
+    closed = SplitScores(
+        nnlm=np.array([-1.0, -2.0, -3.0, -4.0, -5.0]),
+        pure=np.array([-1.5, -2.5, -3.5, -4.5, -5.5]),
+        micro=np.array([np.nan, np.nan, -0.7, np.nan, np.nan]),
+    )
+    scores = OpenScores(
+        closed=closed,
+        open_known=np.array([np.nan, np.nan, -0.9, np.nan, np.nan]),
+        route=np.array([np.nan, -3.0, np.nan, -np.inf, np.nan]),
+        spell=spell,
+        oov=oov,
+        n_oov_types=2,
+    )
+    proper, adjusted = scores.nnlm("proper"), scores.nnlm("adjusted")
+    np.testing.assert_array_equal(proper[oov], closed.nnlm[oov] + spell[oov])
+    np.testing.assert_allclose(adjusted[oov], closed.nnlm[oov] - math.log(2))
+    np.testing.assert_array_equal(proper[~oov], adjusted[~oov])
+    closed_pure, open_pure = scores.pure(open_vocab=False), scores.pure()
+    assert open_pure[2] == pytest.approx(-3.5 - 0.9 + 0.7)  # P_open in place of P_MM
+    assert open_pure[1] == pytest.approx(np.logaddexp(closed.pure[1] - 7.0, -3.0))
+    np.testing.assert_array_equal(open_pure[[0, 3, 4]], closed_pure[[0, 3, 4]])
+    assert scores.scored_open.tolist() == [False, True, False, False, False]
+    with pytest.raises(ValueError, match="convention"):
+        scores.nnlm("ueberla")
 
 
-def test_nslm_open_sums_to_one_over_vocabulary_and_open_members(loaded, micro, test_slice):
+def test_open_scores_add_the_class_reading_at_unseen_class_tokens(models, loaded, micro) -> None:
     corpus = loaded.corpus
-    opened = fit_open(micro)
-    assert set(opened) == set(micro)  # year, convert, city: numbers and places
-    rng = np.random.default_rng(1)
-    positions = np.unique(rng.choice(np.arange(1, len(test_slice)), 60, replace=False))
-    full = loaded.scorer().distribution_at(test_slice, positions, micro, corpus.class_names)
-    contexts = {
-        name: oc.cls.context(test_slice, positions, oc.micro.context) for name, oc in opened.items()
-    }
-    total = open_total_mass(full, opened, corpus.class_names, contexts)
-    np.testing.assert_array_less(np.abs(total - 1.0), 1e-4)
-
-
-def test_open_scores_score_every_unseen_class_token(loaded, micro, test_slice, data_dir) -> None:
-    corpus = loaded.corpus
-    text = prepare_text_file(corpus, data_dir / "wikitext-2" / "test.txt", "test", "tokenized")
-    np.testing.assert_array_equal(text.split.token_ids[:SLICE], test_slice.token_ids)
-    split, strings = test_slice, text.strings[:SLICE]
-    opened = fit_open(micro)
-    got = open_scores(loaded.scorer(), split, strings, micro, opened, corpus.class_names)
-    closed_pure, open_pure = got.pure(open_vocab=False), got.pure()
+    line = "The tower was built in 1990 , rebuilt in 2027 and sold in 2031 to a zyzzyvax firm"
+    text = prepare_text(corpus, line + " from Paris and Ouagadougou .\n", input_format="tokenized")
+    split, strings = text.split, list(text.strings)
+    opened = {n: models[n] for n in ENUMERATED}
+    spelling = fit_spelling(corpus)
+    got = open_scores(loaded.scorer(), text, micro, opened, spelling, corpus.class_names)
     modelled = np.isin(split.rule_class_ids, [corpus.class_id(n) for n in opened])
     unseen = split.oov_class_mask & modelled
-    assert unseen.sum() > 0 and (got.scored_open == unseen).all()  # all of them, no other
-    assert np.isfinite(open_pure[unseen]).all()
-    assert (open_pure[unseen] > closed_pure[unseen]).all()  # the class route adds to <unk>'s
-    # words are untouched; in-vocabulary class tokens pay log(1 − β_c)
-    words = ~modelled & (split.token_ids != split.unk_id)
-    words[0] = False
-    np.testing.assert_array_equal(open_pure[words], closed_pure[words])
-    seen = modelled & ~split.oov_class_mask
-    assert (open_pure[seen] < closed_pure[seen]).all()
-    assert np.isnan(got.ensemble(0.3)[0])  # position 0 has no history
-
-
-def test_open_predictions_add_new_members_and_keep_words(loaded, micro) -> None:
-    opened = fit_open(micro)
-    prompt = "Construction began in 2027 and ended in"
-    got = open_predict_many(loaded, micro, opened, [prompt], k=30)[0]
-    closed = predict(loaded, micro, prompt, k=30)
-    assert "2027" in got["tokens"] and "2027" not in loaded.corpus.vocab.stoi
-    probs = [e["p"] for e in got["top"]]
-    assert probs == sorted(probs, reverse=True)
-    # a plain word keeps the closed NSLM's probability (only class members are rescaled)
-    words = {
-        e["token"]: e["p"]
-        for e in closed["nslm"]
-        if [part["as"] for part in e["breakdown"]] == ["word"]
-    }
-    assert words
-    for entry in got["top"]:
-        if entry["token"] in words and not entry["new"]:
-            assert entry["p"] == pytest.approx(words[entry["token"]], rel=1e-6)
-    for entry in got["top"]:
-        assert entry["new"] == (entry["token"] not in loaded.corpus.vocab.stoi)
-    # each of the likeliest classes ranks its known and new members together, P(w | c)
-    assert set(got["classes"]) == set(opened)
-    p_class = [per["p_class"] for per in got["classes"].values()]
-    assert p_class == sorted(p_class, reverse=True)
-    for per in got["classes"].values():
-        inside = [e["p"] for e in per["top"]]
-        assert inside == sorted(inside, reverse=True) and sum(inside) <= 1 + 1e-9
-        assert all(e["new"] == (e["token"] not in loaded.corpus.vocab.stoi) for e in per["top"])
-
-
-def test_predicted_values_of_a_full_nnlm_ensemble_are_the_nnlm_s(loaded, micro, test_slice):
-    names = loaded.corpus.class_names
-    numeral_ids = [names.index(c) for c in NUMBER_CLASSES if c in names]
-    positions = np.flatnonzero(np.isin(test_slice.rule_class_ids, numeral_ids))[1:40]
-    models = {"all-NNLM": (micro, 1.0, None), "NSLM": (micro, 0.0, fit_open(micro))}
-    got = predicted_values(
-        loaded.scorer(), test_slice, positions, loaded.corpus.vocab.itos, names, models
+    assert [strings[i] for i in np.flatnonzero(unseen)] == ["2027", "2031", "Ouagadougou"]
+    assert (got.scored_open == unseen).all()
+    closed, opened_pure = got.pure(open_vocab=False), got.pure()
+    assert (opened_pure[unseen] > closed[unseen]).all() and np.isfinite(opened_pure[unseen]).all()
+    oov = got.oov
+    assert [strings[i] for i in np.flatnonzero(oov)] == ["2027", "2031", "zyzzyvax", "Ouagadougou"]
+    charge = spelling.log_prob_outside([strings[i] for i in np.flatnonzero(oov)])
+    for open_vocab in (False, True):
+        proper = got.pure(open_vocab, "proper")
+        adjusted = got.pure(open_vocab, "adjusted")
+        np.testing.assert_array_equal(proper[~oov], adjusted[~oov])
+    np.testing.assert_allclose(got.nnlm("proper")[oov], got.closed.nnlm[oov] + charge)
+    np.testing.assert_allclose(got.nnlm("adjusted")[oov], got.closed.nnlm[oov] - math.log(4))
+    known_year = np.flatnonzero(np.array(strings) == "1990")
+    np.testing.assert_allclose(
+        opened_pure[known_year] - closed[known_year],
+        got.open_known[known_year] - got.closed.micro[known_year],
     )
-    np.testing.assert_array_equal(got["all-NNLM"], got["NNLM"])
-    _, values = numeral_types(loaded.corpus.vocab.itos)
-    assert np.isin(got["NSLM"], values).all() and len(got["NSLM"]) == len(positions)
-
-
-def test_a_class_whose_open_set_is_all_known_keeps_its_micro_model(micro, monkeypatch) -> None:
-    city = micro["city"]
-    known = city.cls.candidates
-    monkeypatch.setattr(
-        "nslm.micro.open_vocab.open_members",
-        lambda name: (known.strings, known.values, known.coords),
-    )
-    closed = OpenClass.fit(city)  # as every US state is in V_<state> on WikiText-2
-    assert closed.escape == 0.0 and closed.log_keep == 0.0 and closed.enumerated is None
-    ctx = Context.from_values(prev_coords=np.array([[48.85, 2.35]]))
-    assert np.isneginf(closed.log_prob_new(["Atlantis"], ctx)).all()
-    assert closed.new_mass(ctx)[0] == 0.0
-
-
-def test_tuned_escapes_are_at_least_as_likely_as_good_turing(loaded, micro, test_slice, data_dir):
-    corpus = loaded.corpus
-    text = prepare_text_file(corpus, data_dir / "wikitext-2" / "test.txt", "test", "tokenized")
-    opened = fit_open(micro)
-    got = open_scores(
-        loaded.scorer(), test_slice, text.strings[:SLICE], micro, opened, corpus.class_names
-    )
-    tuned = tune_escapes(got)
-    assert set(tuned) <= set(got.escapes) and all(0 < b < 1 for b in tuned.values())
-    for cid, beta in tuned.items():
-        mine = got.rule == cid
-        before = got.pure()[mine]
-        after = got.with_escapes({cid: beta}).pure()[mine]
-        assert np.nansum(after) >= np.nansum(before) - 1e-9
-
-
-def test_predict_open_vocab_lists_nslm_open(run, capsys) -> None:
-    assert (
-        main(
-            [
-                "predict",
-                str(run),
-                "Construction began in 2027 and ended in",
-                "-k",
-                "4",
-                "--open-vocab",
-                "--json",
-            ]
-        )
-        == 0
-    )
-    result = json.loads(capsys.readouterr().out)
-    assert len(result["open"]["top"]) == 4 and "2027" in result["open"]["tokens"]
-    assert main(["predict", str(run), "The trail is 5 miles (", "--open-vocab"]) == 0
-    assert "NSLM-open" in capsys.readouterr().out
-
-
-def test_an_unseen_conversion_is_scored_by_its_value(micro) -> None:
-    convert = OpenClass.fit(micro["convert"])
-    assert convert.matching and convert.shapes is not None
-    # "5 miles ( 8.0467 km )": the quantity 5 in kilometres is a context target
-    ctx = Context.from_values(convert_target=np.array([[8.04672, np.nan, np.nan]]))
-    matched = convert.matches(ctx)[0]
-    assert "8.0467" in matched and "8.0467" not in micro["convert"].cls.candidates.strings
-    near, far = convert.log_q(["8.0467", "3.1416"], ctx.rows(np.array([0, 0])))
-    assert near > far + 5  # the rounding of the conversion is far likelier than any other
-    np.testing.assert_allclose(convert.new_mass(ctx), 1.0, atol=1e-9)
-    none = Context.from_values(convert_target=np.full((1, 3), np.nan))
-    assert convert.matches(none) == [set()]
-    np.testing.assert_allclose(convert.new_mass(none), 1.0, atol=1e-9)
-
-
-def test_rounded_spellings_cover_every_precision() -> None:
-    spelled = rounded_spellings(8046.72)
-    assert {"8046.72", "8,046.7", "8,047", "8050", "8,000", "10,000"} <= spelled
-    assert rounded_spellings(float("nan")) == set()
-
-
-def test_escape_stays_below_one_when_every_token_is_a_hapax(micro) -> None:
-    convert = micro["convert"]
-    ones = np.ones(len(convert.cls.candidates))
-    hapax_only = replace(convert.cls, candidates=replace(convert.cls.candidates, counts=ones))
-    opened = OpenClass.fit(MicroModel.from_json(convert.get_params(), hapax_only))
-    assert 0 < opened.escape < 1 and np.isfinite(opened.log_keep)

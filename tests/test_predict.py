@@ -1,14 +1,21 @@
-"""``nslm predict``'s pieces: the top-k selection, and a batch of prompts (the explorer's) against
-each prompt alone."""
+"""``nslm predict``'s pieces: the top-k selection, a batch of prompts (the explorer's) against
+each prompt alone, and NSLM-open's list of members outside the vocabulary."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import copy_run
+from nslm.cli import main
 from nslm.generation.predict import top_indices
+
+OPEN_PROMPT = "Construction began in 2027 and ended in"
 
 
 @settings(max_examples=80, deadline=None)
@@ -58,3 +65,65 @@ def test_last_states_of_a_batch_are_each_history_alone(tiny_nslm_run) -> None:
         )
     with pytest.raises(ValueError, match="at least one token"):
         scorer.last_states([[1], []])
+
+
+@pytest.fixture(scope="module")
+def open_run_dir(tiny_nslm_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the tiny run with RUN/open.json as 'nslm micro fit RUN' writes it, for
+    ``<year>`` alone: the other classes keep their micro-models, and the open fit of
+    ``<convert>`` (every number spelling) takes minutes."""
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import load_run_micro
+    from nslm.runs.open_micro import fit_run_open, write_run_open
+
+    run = copy_run(tiny_nslm_run, tmp_path_factory.mktemp("open") / "tiny")
+    loaded = load_run(run)
+    write_run_open(run, fit_run_open(loaded, {"year": load_run_micro(loaded)["year"]}))
+    return run
+
+
+def predict_json(capsys: pytest.CaptureFixture[str], run: Path, *flags: str) -> dict:
+    # the tiny run's P(<year> | h) is small: its new years rank in the seventies and eighties
+    assert main(["predict", str(run), OPEN_PROMPT, "-k", "100", "--json", *flags]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_predict_lists_new_years_when_the_run_has_open_micro_models(open_run_dir, capsys) -> None:
+    from nslm.runs.load import load_run
+
+    vocab = load_run(open_run_dir).corpus.vocab.stoi
+    got = predict_json(capsys, open_run_dir)["open"]  # open.json: NSLM-open by default
+    assert "2027" in got["tokens"] and "2027" not in vocab
+    new = [e for e in got["top"] if e["new"]]
+    assert any(e["class"] == "year" and e["token"].isdigit() for e in new), got["top"]
+    assert all(e["token"] not in vocab for e in new)
+    assert all(e["token"] in vocab for e in got["top"] if not e["new"])
+    probs = [e["p"] for e in got["top"]]
+    assert probs == sorted(probs, reverse=True)
+    year = got["classes"]["year"]
+    assert any(e["new"] for e in year["top"]) and sum(e["p"] for e in year["top"]) <= 1 + 1e-9
+    closed = predict_json(capsys, open_run_dir, "--closed-vocab")
+    assert "open" not in closed
+    # a plain word keeps the closed NSLM's probability: only the open classes change
+    words = {
+        e["token"]: e["p"]
+        for e in closed["nslm"]
+        if [part["as"] for part in e["breakdown"]] == ["word"]
+    }
+    shared = [e for e in got["top"] if e["token"] in words]
+    assert shared
+    for entry in shared:
+        assert entry["p"] == pytest.approx(words[entry["token"]], rel=1e-6)
+    assert main(["predict", str(open_run_dir), OPEN_PROMPT, "-k", "3"]) == 0
+    assert "NSLM-open" in capsys.readouterr().out
+    assert main(["predict", str(open_run_dir), OPEN_PROMPT, "-k", "3", "--closed-vocab"]) == 0
+    assert "NSLM-open" not in capsys.readouterr().out
+
+
+def test_predict_without_open_json_is_closed_and_open_vocab_names_the_fix(
+    tiny_nslm_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "open" not in predict_json(capsys, tiny_nslm_run)
+    assert main(["predict", str(tiny_nslm_run), OPEN_PROMPT, "--open-vocab"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "open.json" in err[0] and "nslm micro fit" in err[0], err

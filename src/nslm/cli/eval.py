@@ -62,6 +62,7 @@ def eval_tables(
     from nslm.evaluation.report import evaluate_run, render
     from nslm.runs.context_micro import has_context_models, load_run_context
     from nslm.runs.open import open_run
+    from nslm.runs.open_micro import open_vocabulary
 
     opened = open_run(run, micro="plain")
     loaded, micro = opened.loaded, opened.micro
@@ -85,6 +86,7 @@ def eval_tables(
         sources.insert(last, BestSource(scorer, context_source, best, rates))
     # every token counted too (open vocabulary): the texts with their token strings
     open_texts = plain if plain is not None else own_texts(loaded, ("valid", *splits))
+    opened_vocab = open_vocabulary(loaded)
     results = {}
     for split in splits:
         click.echo(f"eval: scoring {split} …", err=True)
@@ -101,7 +103,11 @@ def eval_tables(
             plain=plain,
         )
         # every token counted too: the open-vocabulary tables (docs/nslm.md)
-        result["open"] = open_tables(scorer, micro, open_texts, loaded.corpus, result)
+        if opened_vocab is not None:
+            open_models, spelling = opened_vocab
+            result["open"] = open_tables(
+                scorer, micro, open_models, spelling, open_texts, loaded.corpus, result
+            )
         path = out if out is not None else Path(run) / f"tables_{split}.json"
         write_json_atomic(path, result)
         click.echo(render(result))
@@ -274,6 +280,7 @@ def _eval_heads(
     from nslm.models.intervention import set_intervention
     from nslm.runs.open import open_run
     from nslm.scores.passes import head_of
+    from nslm.scores.spelling import fit_spelling
 
     loaded = open_run(run, micro="none").loaded
     intervened = wants_intervention(intervene or {})
@@ -295,7 +302,7 @@ def _eval_heads(
             out[split][f"ppl_{ngram_order}-gram"] = ngram_global(ngram, part)
         if plain and split in plain and not max_tokens:
             heads = {h.upper(): getattr(scores, h) for h in loaded.cfg.heads}
-            out[split]["text"] = text_figures(heads, plain[split])
+            out[split]["text"] = text_figures(heads, plain[split], fit_spelling(loaded.corpus))
     path = out_path or run / ("eval-intervened.json" if intervened else "eval.json")
     write_json_atomic(path, out)
     for split, row in out.items():

@@ -218,6 +218,17 @@ def _fit_run(
     path = write_run_micro(loaded, payload, out)
     _print_summary(payload)
     click.echo(f"wrote {path} ({time.perf_counter() - start:.0f} s)")
+    if out is None:  # the run's own micro.json: its open micro-models beside it
+        from nslm.runs.micro import load_run_micro
+        from nslm.runs.open_micro import fit_run_open, write_run_open
+
+        def fitting(name: str) -> None:
+            elapsed = time.perf_counter() - start
+            click.echo(f"  open micro-model <{name}>  ({elapsed:.0f} s)", err=True)
+
+        models = fit_run_open(loaded, load_run_micro(loaded), fitting)
+        written = write_run_open(loaded.run_dir, models)
+        click.echo(f"wrote {written} ({time.perf_counter() - start:.0f} s)")
 
 
 def _fit_corpus(

@@ -33,10 +33,12 @@ from nslm.json_policy import json_text
 @micro_kind_option
 @input_format_option
 @click.option(
-    "--open-vocab",
-    is_flag=True,
-    help="Also list NSLM-open's top-k: years, numbers and places outside the "
-    "vocabulary compete (new members marked *).",
+    "--open-vocab/--closed-vocab",
+    "open_vocab",
+    default=None,
+    help="Also list NSLM-open's top-k, where years, numbers and places outside the "
+    "vocabulary compete (new members marked *), from RUN/open.json ('nslm micro fit RUN' "
+    "writes it) [open when RUN/open.json exists, else closed].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict_command(
@@ -47,7 +49,7 @@ def predict_command(
     micro_kind: str,
     as_json: bool,
     input_format: str = "plain",
-    open_vocab: bool = False,
+    open_vocab: bool | None = None,
 ) -> None:
     """Top-k next tokens of PROMPT under the NNLM and the NSLM, with P(class) × P_MM.
 
@@ -55,6 +57,10 @@ def predict_command(
     line shows how it was read. The lists show tokens as the model sees them. Needs
     RUN/micro.json ('nslm micro fit RUN'). With context-aware micro-models, each class also
     shows the gate's weights: which micro-model the context chose.
+
+    When RUN/open.json exists (also written by 'nslm micro fit RUN'), a third list follows:
+    NSLM-open, whose open micro-models give years, numbers and places the vocabulary lacks
+    their share of each class (marked *); --closed-vocab leaves it out.
     """
     from nslm.generation.predict import predict
     from nslm.generation.predict_text import render
@@ -62,23 +68,31 @@ def predict_command(
 
     if not (run / "micro.json").is_file():  # before the (slow) load
         raise NslmError(f"predict needs {run / 'micro.json'}: run 'nslm micro fit {run}' first")
+    if open_vocab is None:
+        from nslm.runs.open_micro import OPEN_FILE
+
+        open_vocab = (run / OPEN_FILE).is_file()
     opened = open_run(run, micro=micro_kind)
+    open_models = None
+    if open_vocab:  # before the prediction: a run without open.json fails at once
+        from nslm.runs.micro import load_run_micro
+        from nslm.runs.open_micro import load_run_open
+
+        # open micro-models extend the plain ones, whatever --micro chose for the NSLM
+        open_models = load_run_open(opened.loaded, load_run_micro(opened.loaded))
     lam = opened.lam if lam is None else lam
     result = predict(opened.loaded, opened.micro, prompt, k=k, lam=lam, input_format=input_format)
-    if open_vocab:
+    if open_models is not None:
         from nslm.generation.open_predict import open_predict_many, render_open
-        from nslm.micro.open_vocab import fit_open
-        from nslm.runs.micro import load_run_micro
 
-        open_classes = fit_open(load_run_micro(opened.loaded))
         result["open"] = open_predict_many(
             opened.loaded,
             opened.micro,
-            open_classes,
+            open_models,
             [prompt],
             k=k,
             lam=lam,
             input_format=input_format,
         )[0]
-    text = render(result) + ("\n\n" + render_open(result["open"]) if open_vocab else "")
+    text = render(result) + ("\n\n" + render_open(result["open"]) if "open" in result else "")
     click.echo(json_text(result) if as_json else text)

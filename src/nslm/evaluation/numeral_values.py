@@ -6,9 +6,10 @@ numeral is taken as its prediction and compared with the gold value (MAPE, MdAPE
 :mod:`nslm.evaluation.value_metrics`). For the word-level models of a run (NNLM, NSLM,
 NSLM-open) the candidates are the numerals of the vocabulary: the NNLM's softmax restricted
 to them, or the NSLM's marginal Σ_c P(c | h) · P(w | c) (Eq. 4), each λ-mixed with the
-NNLM as the reported ensemble is. NSLM-open scales each class's in-vocabulary part by
-(1 − β_c) (:mod:`nslm.micro.open_vocab`) and is ranked over the same candidates: its new
-members are not candidates here, so its mode is that of its in-vocabulary part.
+NNLM as the reported ensemble is. NSLM-open replaces each open class's P_MM over V_c by its
+open micro-model's P_open over V_c (:mod:`nslm.micro.open_set`), the rest of the class's mass
+going to members outside the vocabulary; those are not candidates here, so its mode is that
+of its in-vocabulary part.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ import torch
 
 from nslm.data.corpus import Split
 from nslm.data.numbers import is_number, number_value
-from nslm.evaluation.open_vocab import open_marginal
-from nslm.micro.open_vocab import OpenClass
+from nslm.micro.open_set import OpenMicroModel
 from nslm.scores.mixture import ensemble_log_probs
 from nslm.scores.passes import Scorer
 
@@ -39,13 +39,14 @@ def predicted_values(
     positions: np.ndarray,
     itos: Sequence[str],
     class_names: Sequence[str],
-    models: dict[str, tuple[dict, float, dict[str, OpenClass] | None]],
+    models: dict[str, tuple[dict, float, dict[str, OpenMicroModel] | None]],
     chunk: int = 256,
 ) -> dict[str, np.ndarray]:
     """The predicted value at every position, per model: ``{"NNLM": (N,), name: (N,)}``.
 
-    ``models`` maps a column name to (micro-models, λ, open classes or None): the NSLM
-    ensemble λ·P_NNLM + (1 − λ)·P_NSLM with those micro-models, open or closed.
+    ``models`` maps a column name to (micro-models, λ, open micro-models or None): the NSLM
+    ensemble λ·P_NNLM + (1 − λ)·P_NSLM with those micro-models, each class with an open
+    micro-model scored by its P_open over V_c instead.
     """
     ids, values = numeral_types(itos)
     positions = np.asarray(positions, dtype=np.int64)
@@ -58,12 +59,17 @@ def predicted_values(
         nnlm = nnlm_head.log_dist(h).double().numpy()[:, ids]
         out["NNLM"][rows] = values[nnlm.argmax(axis=1)]
         for name, (micro, lam, opened) in models.items():
+            open_models = opened or {}
             within = {
                 n: mm.log_prob(mm.cls.context(split, where, mm.context), h)
                 for n, mm in micro.items()
+                if n not in open_models
             }
-            full = scorer.distribution(h, micro, class_names, within)
-            marginal = open_marginal(full, opened or {}, class_names)
-            mixed = ensemble_log_probs(nnlm, marginal[:, ids], lam)
+            for n, om in open_models.items():
+                within[n] = om.log_prob_known(om.cls.context(split, where, om.micro.context))[0]
+            # each open class's rows are its plain micro-model's V_c: that model checks them
+            models_of = {**micro, **{n: om.micro for n, om in open_models.items()}}
+            full = scorer.distribution(h, models_of, class_names, within)
+            mixed = ensemble_log_probs(nnlm, full.marginal()[:, ids], lam)
             out[name][rows] = values[mixed.argmax(axis=1)]
     return out

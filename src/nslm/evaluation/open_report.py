@@ -1,12 +1,13 @@
-"""The open-vocabulary tables of ``nslm eval`` and of the Table 4 benchmark: every token counted.
+"""The open-vocabulary tables of ``nslm eval`` and of the benchmarks: every token counted.
 
 For each closed table (Numbers, Locations) an open one: the table's classes by rule, its
-aggregate and Global, each cell the adjusted perplexity beside the in-vocabulary one
-(:mod:`nslm.evaluation.open_tables`), for the NNLM, the NSLM, NSLM-open and, when the run
-has context-aware micro-models, NSLM-context and NSLM-context-open. λ of each ensemble is
-tuned on the validation aggregate (adjusted), as the closed tables tune theirs, and β_c of
-each open class on validation (:func:`nslm.evaluation.open_vocab.tune_escapes`); without a
-validation text (``eval --text``) λ is the closed table's and β_c the Good-Turing estimate.
+aggregate and Global, each cell the proper perplexity, Ueberla's adjusted one and the
+in-vocabulary one (:mod:`nslm.evaluation.open_tables`), for the NNLM, the NSLM, NSLM-open
+and, when the run has context-aware micro-models, NSLM-context and NSLM-context-open. λ of
+each ensemble is tuned on the validation aggregate (proper), as the closed tables tune
+theirs; without a validation text (``eval --text``) λ is the closed table's. The open
+micro-models are the run's own (RUN/open.json), fitted on its training text: nothing of them
+is tuned on validation.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import numpy as np
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.fixed_vocab import TextSplit
 from nslm.evaluation.open_tables import open_rows, render_open_table, row_masks
-from nslm.evaluation.open_vocab import OpenScores, open_scores, tune_escapes
+from nslm.evaluation.open_vocab import OpenScores, open_scores
 from nslm.evaluation.tables import TABLES, table_classes, tables_for
-from nslm.micro.open_vocab import OpenClass, fit_open
+from nslm.micro.open_set import OpenMicroModel
 from nslm.scores.mixture import tune_lambda
 from nslm.scores.passes import Scorer, head_of
+from nslm.scores.spelling import SpellingModel
 
 # column → (micro-models: plain or context, open vocabulary)
 COLUMNS = {
@@ -37,77 +39,78 @@ COLUMNS = {
 
 @dataclass
 class OpenEvaluation:
-    """A run's open scores of each text (``scores[text][micro]``), β_c tuned."""
+    """A run's open scores of each text (``scores[text][micro]``)."""
 
     scores: dict[str, dict[str, OpenScores]]
     splits: dict[str, Split]
-    open_classes: dict[str, OpenClass]
+    open_models: dict[str, OpenMicroModel]
     class_names: Sequence[str]
-    good_turing: dict[str, float]  # β_c before tuning, from the training counts
 
-    @property
-    def escapes(self) -> dict[str, float]:
-        return {name: oc.escape for name, oc in self.open_classes.items()}
+    def escapes(self, text: str = "valid") -> dict[str, float]:
+        """Per open class, the mean probability that its next member is new, over the class's
+        tokens of ``text`` (the open micro-model's own answer, no escape parameter)."""
+        split = self.splits[text]
+        out = {}
+        for name, om in self.open_models.items():
+            positions = np.flatnonzero(split.rule_class_ids == self.class_names.index(name))
+            if len(positions):
+                ctx = om.cls.context(split, positions, om.micro.context)
+                out[name] = float(np.exp(om.log_new_mass(ctx)).mean())
+        return out
 
     def lambdas(self, row: str, valid: str = "valid") -> dict[str, float]:
-        """λ of each column tuned on ``row`` (an aggregate) of the validation text."""
+        """λ of each column tuned on ``row`` (an aggregate) of the validation text, proper."""
         per = self.scores[valid]
         mask = row_masks(self.splits[valid], self.class_names)[row]
         out = {}
         for column, (micro, is_open) in COLUMNS.items():
             if micro in per:
-                out[column] = tune_lambda(per[micro].nnlm(), per[micro].pure(is_open), mask)[0]
+                s = per[micro]
+                out[column] = tune_lambda(s.nnlm(), s.pure(is_open), mask)[0]
         return out
 
-    def columns(self, text: str, lams: dict[str, float]) -> dict[str, np.ndarray]:
-        """Each column's adjusted per-position log-probabilities on ``text``."""
+    def columns(self, text: str, lams: dict[str, float], convention: str) -> dict[str, np.ndarray]:
+        """Each column's per-position log-probabilities on ``text`` under ``convention``."""
         per = self.scores[text]
-        out = {"NNLM": per["plain"].nnlm()}
+        out = {"NNLM": per["plain"].nnlm(convention)}
         for column, (micro, is_open) in COLUMNS.items():
             if micro in per and column in lams:
-                out[column] = per[micro].ensemble(lams[column], is_open)
+                out[column] = per[micro].ensemble(lams[column], is_open, convention)
         return out
 
     def table(self, text: str, lams: dict[str, float]) -> dict[str, dict[str, Any]]:
-        """``{column: {row: {ppl_adjusted, ppl_in_vocab, tokens, oov_tokens}}}``."""
+        """``{column: {row: {ppl_proper, ppl_adjusted, ppl_in_vocab, tokens, oov_tokens}}}``."""
         split, oov = self.splits[text], self.scores[text]["plain"].oov
-        return {
-            c: open_rows(lp, split, self.class_names, oov)
-            for c, lp in self.columns(text, lams).items()
-        }
+        proper = self.columns(text, lams, "proper")
+        adjusted = self.columns(text, lams, "adjusted")
+        return {c: open_rows(proper[c], adjusted[c], split, self.class_names, oov) for c in proper}
 
 
 def evaluate_open(
     scorer: Scorer,
     micro: dict[str, dict],
+    open_models: dict[str, OpenMicroModel],
+    spelling: SpellingModel,
     texts: dict[str, TextSplit],
     class_names: Sequence[str],
 ) -> OpenEvaluation:
-    """Score every text with each set of micro-models (``{"plain": …, "context": …}``);
-    β_c tuned on ``texts["valid"]`` when there is one."""
-    open_classes = fit_open(micro["plain"])
-    good_turing = {name: oc.escape for name, oc in open_classes.items()}
+    """Score every text with each set of micro-models (``{"plain": …, "context": …}``)."""
     scores = {
         name: {
-            m: open_scores(scorer, t.split, t.strings, mm, open_classes, class_names)
+            m: open_scores(scorer, t, mm, open_models, spelling, class_names)
             for m, mm in micro.items()
         }
         for name, t in texts.items()
     }
-    if "valid" in scores:
-        escapes = tune_escapes(scores["valid"]["plain"])
-        scores = {
-            s: {m: sc.with_escapes(escapes) for m, sc in per.items()} for s, per in scores.items()
-        }
-        for cid, escape in escapes.items():
-            open_classes[class_names[cid]].escape = escape
     splits = {name: t.split for name, t in texts.items()}
-    return OpenEvaluation(scores, splits, open_classes, class_names, good_turing)
+    return OpenEvaluation(scores, splits, open_models, class_names)
 
 
 def open_tables(
     scorer: Scorer,
     micro: dict,
+    open_models: dict[str, OpenMicroModel],
+    spelling: SpellingModel,
     texts: dict[str, TextSplit],
     corpus: PreparedCorpus,
     closed: dict[str, Any],
@@ -119,8 +122,11 @@ def open_tables(
     split = closed["split"]
     texts = {n: _head(t, closed["max_tokens"]) for n, t in texts.items() if n in (split, "valid")}
     saved = {table: entry["lambda"] for table, entry in closed["tables"].items()}
-    evaluation = evaluate_open(scorer, {"plain": micro}, texts, corpus.class_names)
-    out: dict[str, Any] = {"escapes": evaluation.escapes, "tables": {}}
+    evaluation = evaluate_open(
+        scorer, {"plain": micro}, open_models, spelling, texts, corpus.class_names
+    )
+    escapes = evaluation.escapes("valid" if "valid" in texts else split)
+    out: dict[str, Any] = {"new_member_probability": escapes, "tables": {}}
     for table in tables_for(corpus):
         aggregate = TABLES[table][1] or "Global"
         if "valid" in texts:
@@ -148,10 +154,10 @@ def _head(text: TextSplit, max_tokens: int) -> TextSplit:
 def render_open(result: dict[str, Any]) -> str:
     """The open-vocabulary tables of :func:`open_tables` as text."""
     blocks = []
-    betas = ", ".join(f"{n} {b:.2g}" for n, b in result["escapes"].items())
+    news = ", ".join(f"{n} {b:.2g}" for n, b in result["new_member_probability"].items())
     for table, entry in result["tables"].items():
         title = f"{TABLES[table][0]}, open vocabulary: every token counted by its rule class"
         lams = ", ".join(f"{c} λ={v:.2f}" for c, v in entry["lambdas"].items())
         text = render_open_table(entry["columns"], entry["rows"], title)
-        blocks.append(f"{text}\n{lams}; β (new members) {betas}")
+        blocks.append(f"{text}\n{lams}; P(new member | class), mean: {news}")
     return "\n\n".join(blocks)

@@ -2,9 +2,9 @@
 
 The closed tables (:mod:`nslm.evaluation.class_perplexity`) count a class row over the
 class's in-vocabulary tokens. Here a row counts every token the rules gave the class
-(``rule_class_ids``), scored under the adjusted convention of
-:mod:`nslm.evaluation.open_vocab`, with the in-vocabulary figure beside it, so the two
-conventions can be read side by side (docs/nslm.md, "Open vocabulary").
+(``rule_class_ids``), scored under the proper convention of :mod:`nslm.evaluation.open_vocab`
+(a distribution over every string), with Ueberla's adjusted figure and the in-vocabulary one
+beside it (docs/nslm.md, "Open vocabulary").
 """
 
 from __future__ import annotations
@@ -31,19 +31,24 @@ def row_masks(split: Split, class_names: Sequence[str]) -> dict[str, np.ndarray]
 
 
 def open_rows(
-    log_probs: np.ndarray, split: Split, class_names: Sequence[str], oov: np.ndarray
+    proper: np.ndarray,
+    adjusted: np.ndarray,
+    split: Split,
+    class_names: Sequence[str],
+    oov: np.ndarray,
 ) -> dict[str, dict[str, float | int]]:
-    """``{row: {ppl_adjusted, ppl_in_vocab, tokens, oov_tokens}}`` of one model's adjusted
-    per-position log-probabilities (``in_vocab`` reads the same array at the tokens in the
-    vocabulary, ``~oov``: for a closed model that is today's figure)."""
-    scored = ~np.isnan(log_probs)
+    """``{row: {ppl_proper, ppl_adjusted, ppl_in_vocab, tokens, oov_tokens}}`` of one model's
+    per-position log-probabilities under each convention (the in-vocabulary figure reads
+    them at the tokens in the vocabulary, ``~oov``, where the two agree)."""
+    scored = ~np.isnan(proper)
     seen = ~oov
     out: dict[str, dict[str, float | int]] = {}
     for row, mask in row_masks(split, class_names).items():
         every = mask & scored
         out[row] = {
-            "ppl_adjusted": perplexity(log_probs[every]),
-            "ppl_in_vocab": perplexity(log_probs[every & seen]),
+            "ppl_proper": perplexity(proper[every]),
+            "ppl_adjusted": perplexity(adjusted[every]),
+            "ppl_in_vocab": perplexity(proper[every & seen]),
             "tokens": int(every.sum()),
             "oov_tokens": int((every & ~seen).sum()),
         }
@@ -53,10 +58,11 @@ def open_rows(
 def render_open_table(
     columns: dict[str, dict[str, dict[str, float | int]]], rows: Sequence[str], title: str
 ) -> str:
-    """A plain-text table: one line per row, per column ``adjusted / in-vocabulary``."""
+    """A plain-text table: one line per row, per column ``proper / adjusted / in-vocabulary``."""
     names = list(columns)
-    head = f"{'':<10} {'tokens':>7} {'OOV':>5}  " + "  ".join(f"{n:>21}" for n in names)
-    lines = [title, "(each cell: adjusted perplexity / in-vocabulary perplexity)", head]
+    head = f"{'':<10} {'tokens':>7} {'OOV':>5}  " + "  ".join(f"{n:>32}" for n in names)
+    legend = "(each cell: proper perplexity / Ueberla's adjusted / in-vocabulary only)"
+    lines = [title, legend, head]
     for row in rows:
         first = columns[names[0]].get(row)
         if first is None:
@@ -64,7 +70,9 @@ def render_open_table(
         cells = []
         for n in names:
             r = columns[n][row]
-            cells.append(f"{r['ppl_adjusted']:>10.1f} / {r['ppl_in_vocab']:>8.1f}")
+            cells.append(
+                f"{r['ppl_proper']:>10.1f} / {r['ppl_adjusted']:>9.1f} / {r['ppl_in_vocab']:>8.1f}"
+            )
         lines.append(
             f"{row:<10} {first['tokens']:>7,} {first['oov_tokens']:>5,}  " + "  ".join(cells)
         )

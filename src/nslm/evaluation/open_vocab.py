@@ -1,16 +1,24 @@
 """Open-vocabulary scores: every token of a text counts, none is dropped as out-of-vocabulary.
 
-Two conventions, side by side in every open table (docs/nslm.md, "Open vocabulary"):
+Two conventions for what a model that says ``<unk>`` gets (docs/nslm.md, "Open vocabulary"):
 
-* **adjusted** (Ueberla 1994; the convention of Spithourakis & Riedel 2018): a token a
-  model maps to ``<unk>`` is charged P(``<unk>`` | h) / |U|, U the distinct
-  out-of-vocabulary types of the scored text, so a model cannot gain by predicting
-  ``<unk>``; every token counts, class rows are by the rules' class (``rule_class_ids``);
-* **in-vocabulary**: only the tokens in the training vocabulary, as the closed tables count.
+* **proper** (the default): a spelling model (:mod:`nslm.scores.spelling`) spreads
+  P(``<unk>`` | h) over every string outside the vocabulary V, so each model is one
+  distribution over all strings and its scores sum to one: the token s ∉ V gets
+  P(``<unk>`` | h) · P_spell(s | s ∉ V). Bits per byte compare with any other LM's.
+* **adjusted** (Ueberla 1994; the convention of Spithourakis & Riedel 2018): P(``<unk>`` | h)
+  / |U|, U the distinct out-of-vocabulary types of the scored text. Not a distribution (the
+  literal ``<unk>`` keeps all of P(``<unk>`` | h) too): shown beside, named as such.
 
-The open-vocabulary NSLM (NSLM-open) scores an out-of-vocabulary class token w of class c
-by Eq. 4 with the open micro-model of :mod:`nslm.micro.open_vocab`:
-P(c | h) · β_c · q_c(w | ctx), and an in-vocabulary one by P(c | h) · (1 − β_c) · P_MM.
+The in-vocabulary figure, the closed tables' count, stands beside both.
+
+NSLM-open replaces each open class's micro-model by its open micro-model
+(:mod:`nslm.micro.open_set`) over O_c ⊇ V_c: an in-vocabulary member of class c scores
+P(c | h) · P_open(w | c, ctx), and an unseen token has two readings, the ``<unk>`` word
+(charged as above) and its class's, P(c | h) · P_open(s | c, ctx); its probability is their sum.
+A token is read as its rule's class only (the paper's per-position convention), so a number
+that another class could also have written is never counted twice: a score here is never
+above the model's probability of the string.
 """
 
 from __future__ import annotations
@@ -22,14 +30,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from nslm.data.corpus import Split
+from nslm.data.fixed_vocab import TextSplit
 from nslm.data.vocab import UNK
-from nslm.micro.history import Context
-from nslm.micro.logspace import logsumexp
-from nslm.micro.open_vocab import OpenClass
-from nslm.scores.distribution import FullDistribution
+from nslm.micro.open_set import OpenMicroModel
 from nslm.scores.mixture import ensemble_log_probs
 from nslm.scores.passes import Scorer
+from nslm.scores.spelling import SpellingModel
 from nslm.scores.split_scores import SplitScores
+
+CONVENTIONS = ("proper", "adjusted")
 
 
 def oov_type_count(strings: Sequence[str], oov: np.ndarray) -> int:
@@ -37,10 +46,111 @@ def oov_type_count(strings: Sequence[str], oov: np.ndarray) -> int:
     return max(1, len({strings[i] for i in np.flatnonzero(oov)}))
 
 
-def adjusted(log_probs: np.ndarray, oov: np.ndarray, n_types: int) -> np.ndarray:
-    """log P with P(<unk> | h) spread evenly over the |U| = ``n_types`` unknown types."""
-    out = np.array(log_probs, dtype=np.float64, copy=True)
-    out[oov] -= math.log(n_types)
+@dataclass
+class OpenScores:
+    """One text's scores, ready for either convention (module docstring).
+
+    ``closed`` is the run's scoring pass; ``open_known`` log P_open(w | c, ctx) at the
+    in-vocabulary tokens of each open class (NaN elsewhere); ``route`` log P(c | h) + log
+    P_open(s | c, ctx) at the out-of-vocabulary tokens of an open class (NaN elsewhere, −inf
+    outside O_c); ``spell`` log P_spell(s | s ∉ V) at the out-of-vocabulary tokens.
+    """
+
+    closed: SplitScores
+    open_known: np.ndarray
+    route: np.ndarray
+    spell: np.ndarray
+    oov: np.ndarray
+    n_oov_types: int
+
+    def _charge_unk(self, log_p: np.ndarray, convention: str) -> np.ndarray:
+        """``log_p`` with the ``<unk>`` reading of each unseen token charged by ``convention``."""
+        if convention not in CONVENTIONS:
+            raise ValueError(f"convention {convention!r}: choose {' or '.join(CONVENTIONS)}")
+        out = np.array(log_p, dtype=np.float64, copy=True)
+        charge = self.spell[self.oov] if convention == "proper" else -math.log(self.n_oov_types)
+        out[self.oov] += charge
+        return out
+
+    def nnlm(self, convention: str = "proper") -> np.ndarray:
+        return self._charge_unk(self.closed.nnlm, convention)
+
+    def pure(self, open_vocab: bool = True, convention: str = "proper") -> np.ndarray:
+        """Eq. 4; with ``open_vocab``, the open micro-models' P_open at in-vocabulary class
+        tokens, and the class reading added to the ``<unk>`` one at unseen tokens."""
+        out = self._charge_unk(self.closed.pure, convention)
+        if not open_vocab:
+            return out
+        known = ~np.isnan(self.open_known) & ~np.isnan(self.closed.micro)
+        out[known] += self.open_known[known] - self.closed.micro[known]
+        new = np.isfinite(self.route)
+        out[new] = np.logaddexp(out[new], self.route[new])
+        return out
+
+    def ensemble(
+        self, lam: float, open_vocab: bool = True, convention: str = "proper"
+    ) -> np.ndarray:
+        """λ·P_NNLM + (1 − λ)·P_NSLM, both under ``convention`` (the paper's ensemble)."""
+        return ensemble_log_probs(self.nnlm(convention), self.pure(open_vocab, convention), lam)
+
+    @property
+    def scored_open(self) -> np.ndarray:
+        """Out-of-vocabulary class tokens an open micro-model gave a probability."""
+        return np.isfinite(self.route)
+
+
+def open_scores(
+    scorer: Scorer,
+    text: TextSplit,
+    micro: dict,
+    open_models: dict[str, OpenMicroModel],
+    spelling: SpellingModel,
+    class_names: Sequence[str],
+) -> OpenScores:
+    """:class:`OpenScores` of ``text`` with ``micro`` (plain or context-aware) for the
+    closed part and ``open_models`` for the open one."""
+    split, strings = text.split, list(text.strings)
+    if len(strings) != len(split):
+        raise ValueError(f"{len(strings)} strings for a split of {len(split)} tokens")
+    # outside the vocabulary: a <unk> that stands for another string (WikiText's literal
+    # "<unk>" tokens are the vocabulary's own and are scored as such)
+    oov = (split.token_ids == split.unk_id) & (np.asarray(strings, dtype=object) != UNK)
+    spell = np.full(len(split), np.nan)
+    spell[oov] = spelling.log_prob_outside([strings[i] for i in np.flatnonzero(oov)])
+    closed = scorer.nslm(split, micro)
+    return OpenScores(
+        closed=closed,
+        open_known=_open_known(split, strings, open_models, closed, micro),
+        route=open_routes(scorer, split, strings, open_models, class_names),
+        spell=spell,
+        oov=oov,
+        n_oov_types=oov_type_count(strings, oov),
+    )
+
+
+def _open_known(
+    split: Split,
+    strings: list[str],
+    models: dict[str, OpenMicroModel],
+    closed: SplitScores,
+    micro: dict,
+) -> np.ndarray:
+    """log P(w | c) of NSLM-open at the in-vocabulary tokens of each open class: the open
+    micro-model's P_open over plain micro-models; over context-aware ones (which read the
+    LM's state, as the open micro-model does not) their P_MM scaled by 1 − P_open(new | c,
+    ctx), so the class still spends on its new members what the open model would."""
+    out = np.full(len(split), np.nan)
+    for name, om in models.items():
+        positions, _ = om.cls.positions(split)
+        if not len(positions):
+            continue
+        ctx = om.cls.context(split, positions, om.micro.context)
+        if micro.get(name) is not None and micro[name].needs_features:
+            new = om.log_new_mass(ctx)
+            with np.errstate(divide="ignore"):
+                out[positions] = closed.micro[positions] + np.log(-np.expm1(new))
+        else:
+            out[positions] = om.log_prob([strings[p] for p in positions], ctx)
     return out
 
 
@@ -48,169 +158,23 @@ def open_routes(
     scorer: Scorer,
     split: Split,
     strings: Sequence[str],
-    open_classes: dict[str, OpenClass],
+    models: dict[str, OpenMicroModel],
     class_names: Sequence[str],
 ) -> np.ndarray:
-    """log P(c | h) + log q_c(w | ctx) at the out-of-vocabulary tokens of every class with an
-    open model (the class route before β_c), NaN elsewhere, −inf for a string outside the
-    class's open set.
+    """log P(c | h) + log P_open(s | c, ctx) at the out-of-vocabulary tokens of every class
+    with an open model, NaN elsewhere, −inf for a string outside the class's open set.
 
     P(c | h) is the run's top level at those positions: the split is scored once more with
-    the rules' classes kept where the token is ``<unk>`` (``unk_id = -1`` keeps them).
-    """
+    the rules' classes kept where the token is ``<unk>`` (``unk_id = -1`` keeps them)."""
     out = np.full(len(split), np.nan)
-    wanted = {class_names.index(name): oc for name, oc in open_classes.items()}
+    wanted = {class_names.index(name): om for name, om in models.items()}
     rows = split.oov_class_mask & np.isin(split.rule_class_ids, list(wanted))
     if not rows.any():
         return out
     top = scorer.score(replace(split, unk_id=-1), ("top",)).top
-    for cid, oc in wanted.items():
+    for cid, om in wanted.items():
         pos = np.flatnonzero(rows & (split.rule_class_ids == cid))
         if len(pos):
-            ctx = oc.cls.context(split, pos, oc.micro.context)
-            out[pos] = top[pos] + oc.log_q([strings[p] for p in pos], ctx)
-    return out
-
-
-@dataclass
-class OpenScores:
-    """One split's scores under both conventions (module docstring).
-
-    ``closed`` is the run's usual scoring pass (NNLM, NSLM-pure, …); ``route`` the class
-    route log P(c | h) + log q_c at out-of-vocabulary class tokens (:func:`open_routes`);
-    ``escapes`` β_c of each open class by class id, ``rule`` the rules' class per token.
-
-    An unseen class token has two readings, as a type of two classes has in the full
-    distribution (:mod:`nslm.scores.distribution`): the ``<unk>`` word, charged
-    P(<unk> | h)/|U| as for a closed model, and the class route P(c | h) · β_c · q_c(w); its
-    probability is their sum. Both readings are parts of one proper distribution: the
-    ``<unk>`` word's mass is spread over U, the class's β_c over its new members.
-    """
-
-    closed: SplitScores
-    route: np.ndarray
-    rule: np.ndarray
-    escapes: dict[int, float]
-    oov: np.ndarray  # the token is outside the vocabulary (<unk>)
-    n_oov_types: int
-
-    def nnlm(self) -> np.ndarray:
-        return adjusted(self.closed.nnlm, self.oov, self.n_oov_types)
-
-    def beta(self) -> np.ndarray:
-        """β_c of each token's class (0 for a word or a class without an open model)."""
-        out = np.zeros(len(self.rule))
-        for cid, escape in self.escapes.items():
-            out[self.rule == cid] = escape
-        return out
-
-    def pure(self, open_vocab: bool = True) -> np.ndarray:
-        """Eq. 4, adjusted; with ``open_vocab``, in-vocabulary class tokens pay log(1 − β_c)
-        and unseen ones add the class route to their ``<unk>`` reading (class docstring)."""
-        out = adjusted(self.closed.pure, self.oov, self.n_oov_types)
-        if not open_vocab:
-            return out
-        beta = self.beta()
-        seen = (beta > 0) & ~self.oov
-        out[seen] += np.log1p(-beta[seen])
-        new = (beta > 0) & np.isfinite(self.route)
-        out[new] = np.logaddexp(out[new], np.log(beta[new]) + self.route[new])
-        return out
-
-    def ensemble(self, lam: float, open_vocab: bool = True) -> np.ndarray:
-        """λ·P_NNLM + (1 − λ)·P_NSLM, both adjusted (the paper's ensemble, open or not)."""
-        return ensemble_log_probs(self.nnlm(), self.pure(open_vocab), lam)
-
-    @property
-    def scored_open(self) -> np.ndarray:
-        """Out-of-vocabulary class tokens an open micro-model scored."""
-        return np.isfinite(self.route) & (self.beta() > 0)
-
-    def with_escapes(self, escapes: dict[int, float]) -> OpenScores:
-        return replace(self, escapes={**self.escapes, **escapes})
-
-
-ESCAPE_GRID = (1e-5, 1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5)
-
-
-def tune_escapes(scores: OpenScores) -> dict[int, float]:
-    """β_c of each open class that maximises the likelihood of the class's tokens (every one,
-    adjusted) under NSLM-open on ``scores`` (validation): β_c only moves mass between a
-    class's known and new members, so each class is tuned alone; the Good-Turing estimate
-    it starts from competes in the grid."""
-    closed = adjusted(scores.closed.pure, scores.oov, scores.n_oov_types)
-    out = {}
-    for cid, start in scores.escapes.items():
-        if start <= 0:
-            continue  # no new member to escape to
-        mine = (scores.rule == cid) & ~np.isnan(closed)
-        n_seen = int((mine & ~scores.oov).sum())
-        new = mine & scores.oov
-        unk, route = closed[new], scores.route[new]
-
-        def log_lik(b: float, unk=unk, route=route, n_seen=n_seen) -> float:
-            return n_seen * np.log1p(-b) + float(np.logaddexp(unk, np.log(b) + route).sum())
-
-        out[cid] = max((start, *ESCAPE_GRID), key=log_lik)
-    return out
-
-
-def open_scores(
-    scorer: Scorer,
-    split: Split,
-    strings: Sequence[str],
-    micro: dict,
-    open_classes: dict[str, OpenClass],
-    class_names: Sequence[str],
-) -> OpenScores:
-    """:class:`OpenScores` of ``split`` (``strings``: its token strings, which the ids of
-    unknown tokens lose) with ``micro`` for the in-vocabulary part (plain or context-aware)
-    and ``open_classes`` for the rest."""
-    if len(strings) != len(split):
-        raise ValueError(f"{len(strings)} strings for a split of {len(split)} tokens")
-    # outside the vocabulary: a <unk> that stands for another string (WikiText's literal
-    # "<unk>" tokens are the vocabulary's own and are scored as such)
-    oov = (split.token_ids == split.unk_id) & (np.asarray(strings, dtype=object) != UNK)
-    return OpenScores(
-        closed=scorer.nslm(split, micro),
-        route=open_routes(scorer, split, strings, open_classes, class_names),
-        rule=split.rule_class_ids,
-        escapes={class_names.index(n): oc.escape for n, oc in open_classes.items()},
-        oov=oov,
-        n_oov_types=oov_type_count(strings, oov),
-    )
-
-
-def open_total_mass(
-    full: FullDistribution,
-    open_classes: dict[str, OpenClass],
-    class_names: Sequence[str],
-    contexts: dict[str, Context],
-) -> np.ndarray:
-    """Σ P over the vocabulary and every open member, per row of ``full`` (N,): the words,
-    then each class's P(c | h) · [(1 − β_c) · Σ_{V_c} P_MM + β_c · Σ_{O_c \\ V_c} q_c], the
-    new members enumerated or summed in closed form (``contexts``: each open class's
-    context at the rows). 1 up to rounding for a proper NSLM-open."""
-    total = np.exp(logsumexp(full.word, axis=1))
-    for c, (_, logp) in full.within.items():
-        inside = np.exp(logsumexp(logp, axis=1))
-        oc = open_classes.get(class_names[c])
-        if oc is not None:
-            new = oc.new_mass(contexts[class_names[c]])
-            inside = (1 - oc.escape) * inside + oc.escape * new
-        total += np.exp(full.tag[:, c]) * inside
-    return total
-
-
-def open_marginal(
-    full: FullDistribution, open_classes: dict[str, OpenClass], class_names: Sequence[str]
-) -> np.ndarray:
-    """log P_NSLM-open(w | h) over the vocabulary (N, V): the word part plus every class's
-    pairs, an open class's scaled by (1 − β_c) (its new members lie outside the vocabulary)."""
-    out = full.word.copy()
-    for c, joint in full.class_parts().items():
-        oc = open_classes.get(class_names[c])
-        members = full.within[c][0]
-        scaled = joint + oc.log_keep if oc is not None else joint
-        out[:, members] = np.logaddexp(out[:, members], scaled)
+            ctx = om.cls.context(split, pos, om.micro.context)
+            out[pos] = top[pos] + om.log_prob([strings[p] for p in pos], ctx)
     return out

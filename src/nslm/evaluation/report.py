@@ -33,6 +33,7 @@ from nslm.runs.load import LoadedRun
 from nslm.runs.micro import selected_summary
 from nslm.scores.mixture import tune_lambda
 from nslm.scores.passes import Scorer, head_of
+from nslm.scores.spelling import fit_spelling
 from nslm.scores.split_scores import SplitScores
 
 OBJECTIVES = ("table", "global")
@@ -117,7 +118,8 @@ def evaluate_run(
             entry.update(source.describe(table, entry))
         out["tables"][table] = entry
     if plain and split in plain:  # one model per column: the Global λ's ensemble
-        out["text"] = text_figures(target.columns(lam_global), plain[split])
+        spelling = fit_spelling(corpus)
+        out["text"] = text_figures(target.columns(lam_global), plain[split], spelling)
     return out
 
 

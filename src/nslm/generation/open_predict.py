@@ -1,12 +1,15 @@
 """Next-token predictions of the open-vocabulary NSLM: the vocabulary and the new members.
 
-:func:`nslm.generation.predict.predict_many` ranks the run's vocabulary. With open classes
-(:mod:`nslm.micro.open_vocab`) a year or a place the training text never held competes too:
-each class's in-vocabulary part is scaled by (1 − β_c) and its enumerated new members get
-P(c | h) · β_c · q_c(w | ctx), all λ-mixed with the NNLM as the ensemble is (the NNLM gives
-a new member nothing: it can only say ``<unk>``). Prompts are read as ``predict`` reads
-them, so an unseen value in the prompt is the w_prev of its class ("began in 2027 and ended
-in" makes years near 2027 likely).
+:func:`nslm.generation.predict.predict_many` ranks the run's vocabulary. NSLM-open replaces
+each open class's micro-model by its open micro-model (:mod:`nslm.micro.open_set`), so a year
+or a place the training text never held competes too. In Eq. 4 of Demeter & Downey (2020),
+an in-vocabulary member w of class c gets P(c | h) · P_open(w | c, ctx) instead of
+P(c | h) · P_MM(w | c, ctx), and a member s ∉ V (in the class's open set O_c) gets
+P(c | h) · P_open(s | c, ctx): the class's mass that P_open leaves outside V_c. Both are
+λ-mixed with the NNLM as the ensemble is; the NNLM gives a new member nothing (it can only
+say ``<unk>``), so a new member is charged (1 − λ). Prompts are read as ``predict`` reads them,
+so an unseen value in the prompt is the w_prev of its class ("began in 2027 and ended in"
+makes years near 2027 likely).
 """
 
 from __future__ import annotations
@@ -15,12 +18,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
-from nslm.evaluation.open_vocab import open_marginal
 from nslm.generation.predict import micro_contexts, nnlm_next, top_indices
 from nslm.generation.prompts import prompt_batch
-from nslm.micro.open_vocab import OpenClass
+from nslm.micro.open_set import OpenMicroModel
 from nslm.runs.load import LoadedRun
 from nslm.scores.mixture import ensemble_log_probs
 
@@ -29,7 +32,7 @@ from nslm.scores.mixture import ensemble_log_probs
 def open_predict_many(
     loaded: LoadedRun,
     micro: dict,
-    open_classes: dict[str, OpenClass],
+    open_models: dict[str, OpenMicroModel],
     prompts: Sequence[str],
     *,
     k: int = 5,
@@ -37,31 +40,46 @@ def open_predict_many(
     input_format: str = "plain",
 ) -> list[dict[str, Any]]:
     """Per prompt: its tokens and the top-k of NSLM-open, each entry with its probability
-    and whether it is a new member (``new``: outside the vocabulary, and its class)."""
+    and whether it is a new member (``new``: outside the vocabulary, and its class), and per
+    open class its P(c | h) and its top-k members, known and new, by P_open(w | c, ctx).
+
+    ``micro`` (plain or context-aware) scores the classes without an open model."""
     names, itos = loaded.corpus.class_names, loaded.corpus.vocab.itos
     batch = prompt_batch(loaded, prompts, input_format)
     scorer = loaded.scorer()
     last, nnlm = nnlm_next(loaded, scorer, batch)
     rows, _ = micro_contexts(micro, batch, last)
-    full = scorer.distribution(last, micro, names, rows)
-    mixed = ensemble_log_probs(nnlm, open_marginal(full, open_classes, names), lam)
+    contexts = {
+        name: om.cls.context(batch.split, batch.slots, om.micro.context)
+        for name, om in open_models.items()
+    }
+    for name, om in open_models.items():
+        rows[name] = om.log_prob_known(contexts[name])[0]  # P_open over V_c, not P_MM
+    # the open class's own (plain) micro-model: V_c and the label come from the model
+    # whose rows these are
+    models = {**micro, **{name: om.micro for name, om in open_models.items()}}
+    full = scorer.distribution(last, models, names, rows)
+    # over V: the new members' mass is missing from it, so it sums to below one
+    mixed = ensemble_log_probs(nnlm, full.marginal(), lam)
+    keep = math.log1p(-lam) if lam < 1 else -math.inf
     new_per_row: list[list[tuple[float, str, str]]] = [[] for _ in range(len(batch))]
     within: list[dict[str, Any]] = [{} for _ in range(len(batch))]
-    for name, oc in open_classes.items():
+    for name, om in open_models.items():
         c = names.index(name)
-        ctx = oc.cls.context(batch.split, batch.slots, oc.micro.context)
-        ids, log_mm = full.within[c]
-        for row, best in enumerate(oc.top_new(ctx, k)):
-            if lam < 1:
-                tag = full.tag[row, c] + math.log1p(-lam)
-                new_per_row[row] += [(tag + lp, s, name) for s, lp in best]
+        if c not in full.within:  # a class the LM never tags has no P(c | h)
+            continue
+        ids, log_known = full.within[c]
+        for row, best in enumerate(om.top_new(contexts[name], k)):
+            tag = float(full.tag[row, c])
+            if np.isfinite(keep):
+                new_per_row[row] += [(tag + keep + lp, s, name) for s, lp in best]
             known = [
-                (log_mm[row, j] + oc.log_keep, itos[ids[j]], False)
-                for j in top_indices(log_mm[row], k)
+                (float(log_known[row, j]), itos[ids[j]], False)
+                for j in top_indices(log_known[row], k)
             ]
             ranked = sorted(known + [(lp, s, True) for s, lp in best], key=lambda e: -e[0])
             within[row][name] = {
-                "p_class": math.exp(full.tag[row, c]),
+                "p_class": math.exp(tag),
                 "top": [{"token": s, "p": math.exp(lp), "new": new} for lp, s, new in ranked[:k]],
             }
     results = []
@@ -95,7 +113,7 @@ def render_open(result: dict[str, Any]) -> str:
     def cell(entry: dict[str, Any]) -> str:
         return f"{entry['token']}{'*' if entry['new'] else ''} {entry['p']:.4f}"
 
-    lines = ["NSLM-open (β_c: Good-Turing from the training counts; * = outside the vocabulary)"]
+    lines = ["NSLM-open (open micro-models over each class's open set; * = outside the vocabulary)"]
     lines += [f"  {i:>2}. {cell(e)}" for i, e in enumerate(result["top"], 1)]
     for name, per in list(result["classes"].items())[:2]:  # the two likeliest classes
         lines.append(f"  <{name}> P={per['p_class']:.4f}: " + " · ".join(map(cell, per["top"])))
