@@ -7,10 +7,11 @@ Writes benchmarks/results/open_vocab.json:
 
 - ``escapes``: per open class, the probability that its next member is new (mean over the
   class's validation tokens) and ``how`` it was fitted, with the fitted parameters;
-- ``sums_to_one_max_error``: NSLM-open (vocabulary + every open member, enumerated where
-  O_c is finite, the value model's closed form where not) and the NNLM with the spelling
-  model, at random test positions; ``spelling_check``: the spelling model's next-symbol sums
-  and its least P(end), which make its total over all strings one;
+- ``sums_to_one``: max |Σ − 1| of NSLM-open (vocabulary + every open member, enumerated
+  where O_c is finite, the value model's closed form where not) and of the NNLM with the
+  spelling model, at random test positions; ``sums_to_one_max_error`` the larger;
+  ``spelling_check``: the spelling model's next-symbol sums and its least P(end), which
+  make its total over all strings one;
 - ``unseen_wt2``: WikiText-2 test's class tokens unseen in training, per class and in total,
   proper perplexity of NNLM+spelling, NSLM+spelling (closed) and NSLM-open;
 - ``numbers_proper``: WikiText-2 test Numbers and Locations, proper, every model;
@@ -244,8 +245,11 @@ def main() -> None:
         }
         for name, om in open_models.items()
     }
-    result["sums_to_one_max_error"] = sums_to_one(
+    result["sums_to_one"] = sums_to_one(
         loaded, scorer, plain, open_models, texts["test"], args.sum_positions
+    )
+    result["sums_to_one_max_error"] = max(
+        result["sums_to_one"]["NSLM-open"], result["sums_to_one"]["NNLM+spelling"]
     )
     result["spelling_check"] = spelling.normalisation_check()
     result["unseen_wt2"] = unseen(evaluation, lams, texts["test"])
@@ -279,7 +283,9 @@ def main() -> None:
             result["bits_per_byte"]["ewt"] = bpb
     prompts, after = prompts_figures(loaded, plain, open_models, lams["NSLM-open"])
     result["prompts"] = prompts
-    result["year_after_new"] = after
+    # per prompt: is the likeliest year in (Y, Y + 10]? (the detail: Y and that year)
+    result["year_after_new"] = {p: v["after"] for p, v in after.items()}
+    result["year_after_new_detail"] = after
     result["year_after_new_share"] = sum(v["after"] for v in after.values()) / max(len(after), 1)
     result["seconds"] = round(time.perf_counter() - t0, 1)
     result["command"] = shlex.join(["python", *sys.argv])
