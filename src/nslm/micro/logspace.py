@@ -25,3 +25,19 @@ def logsumexp(x: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarr
 def log_normalise(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """x − log Σ exp(x) along ``axis``: log-probabilities that sum to 1 (log-softmax)."""
     return x - logsumexp(x, axis=axis, keepdims=True)
+
+
+def log1mexp(x: np.ndarray) -> np.ndarray:
+    """log(1 − e^x) for x ≤ 0, precise near 0 and far below it."""
+    x = np.asarray(x, float)
+    with np.errstate(divide="ignore"):
+        return np.where(x > -0.693, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+
+
+def sigmoid(x: float) -> float:
+    """A weight in (0, 1) from its logit: the open micro-models fit their weights as logits."""
+    return float(1 / (1 + np.exp(-x)))
+
+
+def logit(p: float) -> float:
+    return float(np.log(p) - np.log1p(-p))

@@ -21,19 +21,11 @@ import numpy as np
 from nslm.data.places import PLACE_CLASSES, chunk_token, load_gazetteer
 from nslm.micro.classdata import Candidates, ClassData, precision_step
 from nslm.micro.history import Context
-from nslm.micro.logspace import logsumexp
+from nslm.micro.logspace import logit, logsumexp, sigmoid
 from nslm.micro.model import MicroModel, metric_matrix, normalised_log_pdf
 from nslm.micro.value_density import LogMixture
 
 FIRST_YEAR, LAST_YEAR = 1000, 2099  # data/numbers.py is_year_shaped
-
-
-def sigmoid(x: float) -> float:
-    return float(1 / (1 + np.exp(-x)))
-
-
-def logit(p: float) -> float:
-    return float(np.log(p) - np.log1p(-p))
 
 
 def as_candidates(strings: list[str], values, coords) -> Candidates:

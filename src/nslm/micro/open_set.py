@@ -36,22 +36,11 @@ from scipy.optimize import minimize
 
 from nslm.data.corpus import Split
 from nslm.micro.history import Context
-from nslm.micro.logspace import logsumexp
+from nslm.micro.logspace import log1mexp, logsumexp
 from nslm.micro.model import MicroModel
 from nslm.micro.open_bases import Base, make_base
 
 ROWS_PER_HALF = 400  # held-out class tokens per half that the deleted estimation reads
-
-
-def log1mexp(x: np.ndarray) -> np.ndarray:
-    """log(1 − e^x) for x ≤ 0, precise near 0 and far below it."""
-    x = np.asarray(x, float)
-    with np.errstate(divide="ignore"):
-        return np.where(x > -0.693, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
-
-
-def sigmoid(x: float) -> float:
-    return float(1 / (1 + np.exp(-x)))
 
 
 @dataclass

@@ -26,7 +26,7 @@ import numpy as np
 from nslm.data.corpus import Split
 from nslm.data.numbers import is_number, number_value
 from nslm.micro.history import Context
-from nslm.micro.logspace import logsumexp
+from nslm.micro.logspace import logit, logsumexp, sigmoid
 from nslm.micro.model import MicroModel
 from nslm.micro.number_spellings import (
     CAP,
@@ -41,7 +41,6 @@ from nslm.micro.number_spellings import (
     round_strings,
     spell,
 )
-from nslm.micro.open_enumerated import logit, sigmoid
 from nslm.micro.value_density import LogMixture
 
 
