@@ -7,7 +7,7 @@
    valid position). Columns: the run's own, NSLM-context, the 5-gram and 5-gram NSLM, a
    neural cache for every neural model (NSLM-context+cache among them; table objective
    only) on a grid whose windows reach 10,000, and NSLM-best (``nslm eval --best``: all of
-   them interpolated, EM weights, :mod:`nslm.evaluation.best_column`).
+   them interpolated, EM weights, :mod:`nslm.mixtures.best_column`).
 2. Timing, alternating, best of ``--repeats``, one thread: an NNLM-only scoring of test
    against everything NSLM-best needs at its tuned parameters (one backbone pass with the
    NNLM head, the top level and the states; both sets of micro-models; the two 5-gram
@@ -33,14 +33,14 @@ import torch
 
 from machine import machine_info, timing_arguments, today
 from nslm.atomic import write_json_atomic
-from nslm.evaluation.best_column import COLUMN, CONTEXT, BestSource, bucket_signal
-from nslm.evaluation.cache import cache_probs_grid
-from nslm.evaluation.cache_column import CacheGrid, CacheSource
 from nslm.evaluation.context_column import ContextSource
-from nslm.evaluation.mixture_weights import class_next_rates
-from nslm.evaluation.ngram_columns import ngram_source
 from nslm.evaluation.report import evaluate_run, objective_mask, render
 from nslm.micro.pipeline import micro_log_probs
+from nslm.mixtures.best_column import COLUMN, CONTEXT, BestSource, bucket_signal
+from nslm.mixtures.cache import cache_probs_grid
+from nslm.mixtures.cache_column import CacheGrid, CacheSource
+from nslm.mixtures.mixture_weights import class_next_rates
+from nslm.ngram.columns import ngram_source
 from nslm.perplexity import perplexity
 from nslm.runs.context_micro import has_context_models, load_run_context
 from nslm.runs.open import open_run

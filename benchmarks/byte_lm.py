@@ -9,7 +9,7 @@ curve). The checkpoints are kept at the config's marks (5, 10, 20, 40 and 60 min
 scaled by ``--minutes`` / 60 for a shorter run so a smoke run exercises them too. Then the
 held-out validation and test reviews are scored with the final weights (bits per byte and
 next-byte accuracy), and ``extract_bytes_per_s`` times the cell-state extractor
-(``nslm.probes.states.final_states``) on the 500 validation reviews. Writes
+(``nslm.byte_lm.probes.states.final_states``) on the 500 validation reviews. Writes
 benchmarks/results/byte_lm.json (or ``--out``).
 """
 
@@ -64,8 +64,8 @@ def train(minutes: float, run_dir: Path) -> tuple[list[str], float]:
 def extraction_rate(run_dir: Path) -> dict[str, float]:
     """Bytes/s of final_states over the held-out validation reviews (2 threads)."""
 
-    from nslm.data.bytes import imdb_split_reviews
-    from nslm.probes.states import final_states
+    from nslm.byte_lm.data import imdb_split_reviews
+    from nslm.byte_lm.probes.states import final_states
     from nslm.runs.open import open_run
 
     loaded = open_run(run_dir, micro="none", threads=2).loaded

@@ -18,12 +18,19 @@ Writes benchmarks/results/house.json:
   1 node × 2 processes (tiny config, 60 steps), their difference (``diff``), the largest weight
   difference, and whether a run with one node SIGKILLed after a checkpoint resumes and ends
   with the same weights (tests/nodes.py does the launching, as tests/test_multinode.py).
-- ``modules_over_300_lines``: modules of ``src/nslm`` longer than 300 lines (the limit
-  tests/test_layout.py holds); ``duplicate_pairs_src``: the pairs of places in ``src/`` that
-  share six or more lines, the same or of the same shape, as the ``duplicates`` tool of the
-  project's tool library counts them (``duplicate_pairs_rows`` lists them).
+- ``packages``: per top-level package of ``src/nslm``, its modules and lines;
+  ``system_spread``: per system, how many top-level packages hold its own modules (by their
+  path; ``system_packages`` names them; the front ends cli/ and pages/ are not counted);
+- ``fmt_skip``, ``hidden_aliases`` (click options with ``hidden=True``), ``run_kind_checks``
+  (calls of the run-kind predicates outside runs/open.py and runs/load.py, listed in
+  ``run_kind_check_places``), ``arrows_back_up`` (imports of a later stage, by
+  tests/test_layout.py's table);
+- ``duplicate_pairs_src``: the pairs of places in ``src/`` that share six or more lines, the
+  same or of the same shape, as the ``duplicates`` tool of the project's tool library counts
+  them (``duplicate_pairs_rows`` lists them).
 
-``--code-only`` measures the last two alone and merges them into an existing house.json.
+``--code-only`` measures the last two groups alone and merges them into an existing
+house.json.
 """
 
 from __future__ import annotations
@@ -145,15 +152,83 @@ def multinode(work: Path) -> dict:
     }
 
 
-def code() -> dict:
-    """The module lengths and the duplicated places of the package's source."""
+# a system's own modules, by their path under src/nslm (the front ends, cli/ and pages/, hold
+# one module per command and page for every system, and are not counted)
+SYSTEMS = {
+    "numerals": r"numeral|value_metrics",
+    "byte_lm": r"byte|probe|steer|colour|intervention|labelled",
+    "word_pos": r"word_pos|tagged|brown_tags|sentences",
+    "ngram": r"ngram|kneser|arpa",
+    "mixtures": r"mixtures/|crnn|char_rnn|best_column|mixture_weights|long_caches|/cache",
+}
+FRONT_ENDS = ("cli", "pages")
+# the predicates that decide a run's kind from its config.json: runs/open.py alone may call them
+RUN_KIND = r"\b(is_word_pos_run|is_byte_run|check_run|use_nslm)\("
+
+
+def packages() -> dict:
+    """Per top-level package of src/nslm: its modules and lines; per system, the top-level
+    packages that hold its own modules (``system_spread``; the NSLM core is every other
+    module, in its stage folders)."""
     package = ROOT / "src/nslm"
-    long = sorted(
-        str(p.relative_to(package))
-        for p in package.rglob("*.py")
-        if len(p.read_text(encoding="utf-8").splitlines()) > 300
-    )
-    result: dict = {"modules_over_300_lines": len(long), "modules_over_300": long}
+    modules = sorted(p.relative_to(package) for p in package.rglob("*.py"))
+    per: dict[str, dict] = {}
+    for rel in modules:
+        top = rel.parts[0] if len(rel.parts) > 1 else "(top level)"
+        lines = len((package / rel).read_text(encoding="utf-8").splitlines())
+        entry = per.setdefault(top, {"modules": 0, "lines": 0})
+        entry["modules"] += 1
+        entry["lines"] += lines
+    spread: dict[str, set] = {name: set() for name in ("nslm", *SYSTEMS)}
+    for rel in modules:
+        top = rel.parts[0] if len(rel.parts) > 1 else "(top level)"
+        if top in FRONT_ENDS:
+            continue
+        owners = [s for s, pattern in SYSTEMS.items() if re.search(pattern, str(rel))]
+        for owner in owners or ["nslm"]:
+            spread[owner].add(top)
+    return {
+        "packages": per,
+        "system_spread": {name: len(tops) for name, tops in spread.items()},
+        "system_packages": {name: sorted(tops) for name, tops in spread.items()},
+    }
+
+
+def conventions() -> dict:
+    """``fmt: skip`` lines, hidden CLI options, run-kind checks outside runs/open.py, and the
+    imports of a later stage (tests/test_layout.py's rule)."""
+    package = ROOT / "src/nslm"
+    sources = {p: p.read_text(encoding="utf-8") for p in package.rglob("*.py")}
+    kind_checks = [
+        f"{p.relative_to(package)}:{n}"
+        for p, text in sources.items()
+        if p.relative_to(package).as_posix() not in ("runs/open.py", "runs/load.py")
+        for n, line in enumerate(text.splitlines(), 1)
+        if re.search(RUN_KIND, line) and not line.lstrip().startswith("def ")
+    ]
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_layout import PACKAGE, _imports, stage_of
+
+    back_up = []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        rel = p.relative_to(PACKAGE).with_suffix("")
+        own = ".".join(x for x in rel.parts if x != "__init__") or "__init__"
+        for name in _imports(p):
+            if stage_of(name.removeprefix("nslm.")) > stage_of(own):
+                back_up.append(f"{own} → {name}")
+    return {
+        "fmt_skip": sum(text.count("fmt: skip") for text in sources.values()),
+        "hidden_aliases": sum(len(re.findall(r"hidden=True", t)) for t in sources.values()),
+        "run_kind_checks": len(kind_checks),
+        "run_kind_check_places": kind_checks,
+        "arrows_back_up": len(back_up),
+        "arrows_back_up_list": back_up,
+    }
+
+
+def code() -> dict:
+    """The package's layout and the duplicated places of its source."""
+    result: dict = {**packages(), **conventions()}
     tool = shutil.which("duplicates")
     if tool is None:  # the tool library is the project's, not a package: say it was not run
         return result | {"duplicate_pairs_src": None}

@@ -41,12 +41,10 @@ import numpy as np
 import neuron_steering
 from machine import machine_info, today
 from nslm.atomic import write_json_atomic
-from nslm.data.labelled import read_ewt
-from nslm.generation.steering import build_intervention, unit_means
-from nslm.models.intervention import intervening
-from nslm.perplexity import bits_per_token
-from nslm.probes import control_plots as plots
-from nslm.probes.controls import (
+from nslm.byte_lm.intervention import intervening
+from nslm.byte_lm.labelled import read_ewt
+from nslm.byte_lm.probes import control_plots as plots
+from nslm.byte_lm.probes.controls import (
     ControlTask,
     control_data,
     fit_units_on_dev,
@@ -54,11 +52,13 @@ from nslm.probes.controls import (
     shuffled_labels,
     spread,
 )
-from nslm.probes.estimators import L1Probe, fit_on_dev
-from nslm.probes.pipeline import regroup
-from nslm.probes.pos import POS_C, byte_dataset, group_tag, probe_pos, take_bytes
-from nslm.probes.sentiment import SPLITS, extract_features, framed, imdb_splits, sst2_splits
-from nslm.probes.states import final_states
+from nslm.byte_lm.probes.estimators import L1Probe, fit_on_dev
+from nslm.byte_lm.probes.pipeline import regroup
+from nslm.byte_lm.probes.pos import POS_C, byte_dataset, group_tag, probe_pos, take_bytes
+from nslm.byte_lm.probes.sentiment import SPLITS, extract_features, framed, imdb_splits, sst2_splits
+from nslm.byte_lm.probes.states import final_states
+from nslm.byte_lm.steering import build_intervention, unit_means
+from nslm.perplexity import bits_per_token
 from nslm.runs.open import open_run
 from nslm.scores.passes import Scorer, head_of
 

@@ -22,15 +22,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from nslm.data.labelled import read_imdb
+from nslm.byte_lm.colour import neuron_values
+from nslm.byte_lm.intervention import Intervention, intervening
+from nslm.byte_lm.labelled import read_imdb
+from nslm.byte_lm.probes import control_plots as plots
+from nslm.byte_lm.probes.sentiment import bow_classifier
+from nslm.byte_lm.probes.states import byte_cell_states
+from nslm.byte_lm.steering import build_intervention, direction, sample_bytes
 from nslm.errors import NslmError
-from nslm.generation.colour import neuron_values
 from nslm.generation.sampling import Sampler, SamplingConfig
-from nslm.generation.steering import build_intervention, direction, sample_bytes
-from nslm.models.intervention import Intervention, intervening
-from nslm.probes import control_plots as plots
-from nslm.probes.sentiment import bow_classifier
-from nslm.probes.states import byte_cell_states
 
 DIGITS = b"0123456789"
 PRIME = b"\nI watched this movie last night"  # neutral: no opinion yet (after a review's end)
@@ -91,8 +91,8 @@ def digit_probe_direction(ctx) -> tuple[np.ndarray, float]:
     """The cell-state direction of a probe for "this byte is a digit" (L1 logistic
     regression on the cell state after each of the first 50 kB of valid text, w / σ),
     scaled to the output direction's norm; and the probe's balanced accuracy there."""
+    from nslm.byte_lm.probes.estimators import L1Probe
     from nslm.models.lstm import lstm_state_chunks
-    from nslm.probes.estimators import L1Probe
 
     ids = np.asarray(ctx.loaded.corpus.splits["valid"].token_ids[:50_000], dtype=np.int64)
     x = torch.from_numpy(ids[: len(ids) // 50 * 50].reshape(50, -1).T.copy())

@@ -36,9 +36,9 @@ from pathlib import Path
 
 from machine import machine_info, today
 from nslm.atomic import write_json_atomic
+from nslm.byte_lm.probes import pipeline
+from nslm.byte_lm.probes.plots import emergence_plot
 from nslm.perplexity import bits_per_token
-from nslm.probes import pipeline
-from nslm.probes.plots import emergence_plot
 from nslm.runs.load import kept_checkpoints
 from nslm.runs.open import open_run
 from nslm.scores.passes import head_of

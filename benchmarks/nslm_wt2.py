@@ -36,8 +36,8 @@ from nslm.atomic import write_json_atomic
 from nslm.config import class_rules_of, load_config
 from nslm.data import prepare_corpus
 from nslm.evaluation.context_column import ContextSource
-from nslm.evaluation.ngram_columns import column_names, ngram_source
 from nslm.evaluation.report import evaluate_run, render
+from nslm.ngram.columns import column_names, ngram_source
 from nslm.runs.context_micro import (
     fit_run_context,
     has_context_models,

@@ -15,7 +15,9 @@ Writes benchmarks/results/open_vocab.json:
 - ``unseen_wt2``: WikiText-2 test's class tokens unseen in training, per class and in total,
   proper perplexity of NNLM+spelling, NSLM+spelling (closed) and NSLM-open;
 - ``numbers_proper``: WikiText-2 test Numbers and Locations, proper, every model;
-- ``ewt``: UD English EWT test as plain text, Numbers proper and adjusted;
+- ``ewt``: UD English EWT test as plain text, Numbers proper and adjusted; ``gain_split``:
+  NSLM-open's gain over the closed NSLM on its in- and out-of-vocabulary numbers, with and
+  without the caches of new members;
 - ``bits_per_byte``: WikiText-2 test and EWT, every model, proper;
 - ``prompts`` and ``year_after_new``: plain-English prompts with values the training text
   never held, their top-10 and which entries are new.
@@ -108,16 +110,16 @@ def sums_to_one(loaded, scorer, plain, open_models, text, n: int, seed: int = 0)
         if om is None:
             rows[name] = mm.log_prob(ctx, feats)
             continue
-        known, log_z = om.log_prob_known(ctx)
-        rows[name] = known
+        H = feats if om.needs_features else None
+        cache = om.text_cache(split, list(text.strings), positions)
+        rows[name] = om.log_prob_known(ctx, H, cache)
         if isinstance(om.base, EnumeratedBase):  # every new member, one by one
-            full = om.base.log_v_all(ctx)
+            full = om.log_prob_members(ctx, H, cache)
             new = np.ones(full.shape[1], dtype=bool)
             new[om.base.vc_columns] = False
-            outside = full[:, new] - log_z[:, None]
-            news[name] = logsumexp(outside, axis=1) if new.any() else np.full(n, -np.inf)
+            news[name] = logsumexp(full[:, new], axis=1) if new.any() else np.full(n, -np.inf)
         else:  # the value model's total over O_c \\ V_c (tests/test_value_model.py)
-            news[name] = om.log_new_mass(ctx)
+            news[name] = om.log_new_mass(ctx, H, cache)
     full = scorer.distribution(feats, plain, names, rows)
     total = np.exp(logsumexp(full.marginal(), axis=1))
     for name, new in news.items():
@@ -185,6 +187,39 @@ def prompts_figures(loaded, plain, open_models, lam: float) -> tuple[list, dict]
                 "after": best is not None and y < best <= y + 10,
             }
     return prompts, after
+
+
+def gain_split(loaded, plain, open_models, spelling, text, evaluation, lams) -> dict:
+    """NSLM-open's log-probability minus the closed NSLM's, summed over EWT's Numbers
+    tokens in and out of the vocabulary, under each convention; and the same with the
+    open models' caches of new members switched off (what the cache adds)."""
+    from nslm.evaluation.open_tables import row_masks
+    from nslm.evaluation.open_vocab import open_scores
+    from nslm.micro.open_cache import CacheWeight
+    from nslm.micro.open_set import OpenMicroModel
+
+    names = loaded.corpus.class_names
+    numbers = row_masks(text.split, names)["Numbers"]
+    without = {
+        n: OpenMicroModel(m.micro, m.base, m.weight, m.how, m.gate, CacheWeight())
+        for n, m in open_models.items()
+    }
+    variants = {
+        "with_cache": evaluation.scores["ewt"]["plain"],
+        "without_cache": open_scores(loaded.scorer(), text, plain, without, spelling, names),
+    }
+    out: dict = {}
+    for variant, scores in variants.items():
+        for convention in ("proper", "adjusted"):
+            closed = scores.ensemble(lams["NSLM"], False, convention)
+            opened = scores.ensemble(lams["NSLM-open"], True, convention)
+            gain = opened - closed
+            out.setdefault(variant, {})[convention] = {
+                "in_vocab_nats": float(gain[numbers & ~scores.oov].sum()),
+                "oov_nats": float(gain[numbers & scores.oov].sum()),
+                "ratio": float(np.exp(-gain[numbers].mean())),
+            }
+    return out
 
 
 def head(text, n: int):
@@ -279,6 +314,9 @@ def main() -> None:
                 "num_ppl_proper": {m: table[m]["Numbers"]["ppl_proper"] for m in MODELS},
                 "num_ppl_adjusted": {m: table[m]["Numbers"]["ppl_adjusted"] for m in MODELS},
                 "tables": figures,
+                "gain_split": gain_split(
+                    loaded, plain, open_models, spelling, text, evaluation, lams
+                ),
             }
             result["bits_per_byte"]["ewt"] = bpb
     prompts, after = prompts_figures(loaded, plain, open_models, lams["NSLM-open"])

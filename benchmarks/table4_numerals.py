@@ -1,89 +1,104 @@
-"""Paper Table 4's numeral models (Spithourakis & Riedel 2018) on WikiText-2 test.
+"""Paper Table 4's numeral models (Spithourakis & Riedel 2018) for benchmarks/table4.py: one
+run of ``configs/table4-<model>.toml`` scored at the numerals of WikiText-2 valid and test,
+and its learning curve from the weights it kept.
 
-    python benchmarks/table4_numerals.py [--split test] [--models softmax mog …]
-
-Reads the runs trained by ``nslm train configs/table4-<model>.toml --run-dir
-runs/table4-<model>`` (docs/numerals.md), scores every numeral of the split
-(:func:`nslm.evaluation.numeral_models.score_numerals`: adjusted and in-vocabulary numeral
-perplexity, value prediction) and writes benchmarks/results/table4_numeral_models.json, one
-entry per model with its training minutes, throughput and commands. benchmarks/table4.py
-merges it with the NNLM and NSLM rows.
+Each model is charged by :func:`nslm.numerals.scoring.score_numerals`: the proper
+convention (a closed model's <unk_num> spread by a spelling model of the training numerals
+outside its numeral vocabulary K: :func:`~nslm.numerals.scoring.unk_num_spelling`),
+Ueberla's adjusted one beside it, and the mode over the one candidate set of every row.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sys
-import time
 from pathlib import Path
 
-from machine import machine_info, today
-from nslm.atomic import write_json_atomic
-from nslm.evaluation.numeral_models import score_numerals
-from nslm.runs.open import open_run
+import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).parent / "results" / "table4_numeral_models.json"
-MODELS = ("softmax", "softmax-rnn", "h-softmax", "h-softmax-rnn", "d-rnn", "mog", "combination")
+from nslm.data.numbers import is_number
+from nslm.numerals.scoring import score_numerals, unk_num_spelling
+from nslm.perplexity import perplexity
+from nslm.runs.files import load_model_tensors
+from table4_parts import (
+    TEXTS,
+    RunScores,
+    Texts,
+    cached,
+    candidates_digest,
+    file_stamp,
+    kept_curve,
+    open_table4_run,
+)
 
 
-def evaluate(model: str, split: str) -> dict:
-    run_dir = ROOT / "runs" / f"table4-{model}"
-    t0 = time.perf_counter()
-    loaded = open_run(run_dir, micro="none").loaded
-    summary = score_numerals(loaded, split).summary()
-    results = json.loads((run_dir / "results.json").read_text())
+def final_key(run: Path, texts: Texts, candidates: list[str]) -> dict:
+    """What the cached final scores of a numeral run depend on: its weights, the texts and
+    the candidate set (the modes are indices into it)."""
     return {
-        "numeral_model": loaded.cfg.numeral_model,
-        **summary,
-        "minutes": results["train_minutes"],  # the keys of benchmarks/table4.py's rows
-        "train_tokens": results["train_tokens"],
-        "tokens_per_s": results["train_tokens_per_s"],
-        "steps": results["steps"],
-        f"{split}_ppl_all_tokens_model_vocab": results.get(f"{split}_ppl_numeral"),
-        "train_command": f"nslm train configs/table4-{model}.toml --run-dir runs/table4-{model}",
-        "eval_command": f"python benchmarks/table4_numerals.py --split {split} --models {model}",
-        "eval_seconds": time.perf_counter() - t0,
-        "run_dir": f"runs/table4-{model}",
+        "what": "numeral-final",
+        "weights": file_stamp(run / "model.safetensors"),
+        "texts": texts.fingerprint(),
+        "candidates": candidates_digest(candidates),
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="test", choices=("valid", "test"))
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
-    args = parser.parse_args()
-    os.environ.setdefault("NSLM_DATA_DIR", str(ROOT.parent / "shared" / "data"))
-    # a rerun of some models keeps the others' entries
-    old = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    entries = old.get("models", {}) if old.get("split") == args.split else {}
-    for model in args.models:
-        if not (ROOT / "runs" / f"table4-{model}" / "results.json").is_file():
-            print(f"{model}: no finished run, skipped", file=sys.stderr)
-            continue
-        entries[model] = evaluate(model, args.split)
-        e = entries[model]
-        print(
-            f"{model:>14}: adjusted {e['num_ppl_adjusted']:.2f}  in-vocab "
-            f"{e['num_ppl_in_vocab']:.2f}  MAPE {e['mape']:.1f}  MdAPE {e['mdape']:.1f}  "
-            f"MdAE {e['mdae']:.1f}  ({e['n_tokens']} numerals)",
-            file=sys.stderr,
-            flush=True,
+def evaluate_numeral_run(
+    run: Path, row: str, texts: Texts, candidates: list[str], use_cache: bool
+) -> RunScores:
+    """The run's final weights at valid and test (``row`` names its column)."""
+    path = run / "table4-eval" / "final.npz" if use_cache else None
+
+    def compute() -> dict[str, np.ndarray]:
+        loaded = open_table4_run(run, texts.itos)
+        spec = loaded.model.heads["numeral"].spec
+        spelling = unk_num_spelling(spec)
+        log_probs: dict = {}
+        in_vocab, modes, info = {}, {}, {}
+        for name in TEXTS:
+            text = texts.texts[name]
+            scores = score_numerals(
+                loaded,
+                text.split,
+                strings=text.strings,
+                spelling=spelling,
+                candidates=candidates,
+                predict=name == "test",
+            )
+            if not np.array_equal(scores.positions, texts.positions[name]):
+                raise SystemExit(f"{run}: its numeral positions differ from the NNLM's")
+            log_probs[name] = {
+                "proper": {row: scores.log_prob},
+                "adjusted": {row: scores.log_prob_adjusted},
+            }
+            in_vocab[name] = scores.in_vocab
+            summary = scores.summary()
+            info[name] = {k: summary[k] for k in ("n_tokens", "n_unk_num", "unk_num_types")}
+            if scores.predicted_index is not None:
+                modes[row] = scores.predicted_index
+        info["numeral_vocabulary"] = len(spec.numerals)
+        info["numeral_model"] = loaded.cfg.numeral_model
+        known = set(spec.numerals)
+        info["unk_num_spelling_types"] = sum(is_number(t) and t not in known for t in spec.itos)
+        return RunScores(log_probs, in_vocab, modes, {}, info).to_arrays()
+
+    return RunScores.from_arrays(cached(path, final_key(run, texts, candidates), compute))
+
+
+def numeral_curve(run: Path, row: str, texts: Texts, use_cache: bool) -> dict[int, float]:
+    """{step: valid Numbers perplexity (proper)} of every weights file the run kept."""
+    loaded = spelling = None
+
+    def score(weights: Path) -> dict[str, np.ndarray]:
+        nonlocal loaded, spelling
+        if loaded is None:
+            loaded = open_table4_run(run, texts.itos)
+            spelling = unk_num_spelling(loaded.model.heads["numeral"].spec)
+        load_model_tensors(loaded.model, weights)
+        loaded.model.eval()
+        text = texts.texts["valid"]
+        scores = score_numerals(
+            loaded, text.split, strings=text.strings, spelling=spelling, predict=False
         )
-    write_json_atomic(
-        RESULTS,
-        {
-            "benchmark": "table4_numerals",
-            "date": today(),
-            "machine": machine_info(),
-            "split": args.split,
-            "corpus": "wikitext-2",
-            "models": {m: entries[m] for m in MODELS if m in entries},
-        },
-    )
+        return {row: np.array(perplexity(scores.log_prob))}
 
-
-if __name__ == "__main__":
-    main()
+    curve = kept_curve(run, {"what": "numeral-curve"}, texts, use_cache, score)
+    return {step: figures[row] for step, figures in curve.items()}

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from helpers import copy_run
 from nslm.cli import main
-from nslm.evaluation.best_column import COLUMN
-from nslm.evaluation.mixture_weights import blend_log_probs, fit_weights
+from nslm.mixtures.best_column import COLUMN
+from nslm.mixtures.mixture_weights import blend_log_probs, fit_weights
 from nslm.perplexity import perplexity
 
 SLICE = 5_000

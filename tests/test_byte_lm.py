@@ -19,11 +19,11 @@ from helpers import (
     tiny_byte_config,
     train_cut_and_resumed,
 )
+from nslm.byte_lm.colour import ansi, characters, html_page, rgb
+from nslm.byte_lm.data import HELD_OUT, byte_split, imdb_split_reviews
 from nslm.config import load_config
 from nslm.data import prepare_corpus
-from nslm.data.bytes import HELD_OUT, byte_split, imdb_split_reviews
 from nslm.errors import NslmError
-from nslm.generation.colour import ansi, characters, html_page, rgb
 from nslm.models.lm import LanguageModel
 from nslm.perplexity import accuracy, bits_per_token
 from nslm.runs.load import kept_checkpoints, load_run
@@ -55,7 +55,7 @@ def test_byte_split_ends_each_article_with_a_newline() -> None:
 
 @pytest.mark.realdata
 def test_imdb_bytes_holds_out_reviews_and_never_reads_test(data_dir: Path, monkeypatch) -> None:
-    import nslm.data.bytes as byte_data
+    import nslm.byte_lm.data as byte_data
 
     read: list[Path] = []
     real_read = byte_data.read_bytes

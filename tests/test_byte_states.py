@@ -1,4 +1,4 @@
-"""The cell-state extractor of the byte LM (nslm.probes.states): batched equals one by one,
+"""The cell-state extractor of the byte LM (nslm.byte_lm.probes.states): batched equals one by one,
 padding never leaks, per-byte states equal stepping the LSTM one byte at a time."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nslm.byte_lm.probes.states import byte_cell_states, final_states, text_bytes
 from nslm.errors import NslmError
-from nslm.probes.states import byte_cell_states, final_states, text_bytes
 from nslm.runs.load import load_run
 
 TEXTS = ["the movie", "great", "", b"\xff\xfe caf\xc3", "a much longer text about the plot " * 3]

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nslm.evaluation.cache import (
+from nslm.mixtures.cache import (
     CacheParams,
     cache_distribution,
     cache_target_probs,

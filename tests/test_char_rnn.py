@@ -11,7 +11,7 @@ from scipy.stats import spearmanr
 
 from nslm.data import PreparedCorpus
 from nslm.errors import NslmError
-from nslm.models.char_rnn import CharRNNClassModel, CharRNNConfig
+from nslm.mixtures.char_rnn import CharRNNClassModel, CharRNNConfig
 
 
 @pytest.fixture(scope="module")

@@ -21,17 +21,17 @@ from hypothesis import strategies as st
 
 from helpers import copy_run
 from nslm.cli import main
-from nslm.evaluation.cache import (
+from nslm.evaluation.report import evaluate_run
+from nslm.mixtures.cache import (
     CacheParams,
     cache_distribution,
     cache_probs_grid,
     cache_target_probs,
     mix_target_log_probs,
 )
-from nslm.evaluation.cache_column import CacheGrid, CacheSource, tune
-from nslm.evaluation.crnn_column import CRNNSource
-from nslm.evaluation.report import evaluate_run
-from nslm.models.char_rnn import END, SEP, CharRNNConfig
+from nslm.mixtures.cache_column import CacheGrid, CacheSource, tune
+from nslm.mixtures.char_rnn import END, SEP, CharRNNConfig
+from nslm.mixtures.crnn_column import CRNNSource
 from nslm.runs.micro import load_run_micro
 from nslm.scores.passes import feature_batches, head_of
 
@@ -175,7 +175,7 @@ def test_cache_column_agrees_with_the_full_distribution(loaded) -> None:
 
 
 def tune_choice(window: int, theta: float, lam: float):
-    from nslm.evaluation.cache_column import CacheChoice
+    from nslm.mixtures.cache_column import CacheChoice
 
     return CacheChoice(window, theta, lam, math.nan, math.nan)
 

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from ngram_corpora import markov_stream
 from nslm.errors import NslmError
-from nslm.generation.ngram import generate_ngram
 from nslm.generation.sampling import Sampler, SamplingConfig, filtered_distribution
 from nslm.ngram.build import build_model
+from nslm.ngram.generation import generate_ngram
 
 PROBS = np.array([0.05, 0.4, 0.1, 0.25, 0.2])
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nslm.data.labelled import (
+from nslm.byte_lm.labelled import (
     SPACE,
     TaggedSentence,
     Token,

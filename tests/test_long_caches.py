@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nslm.evaluation.long_caches import class_cache_probs, unigram_cache_probs
+from nslm.mixtures.long_caches import class_cache_probs, unigram_cache_probs
 
 VOCAB = 7
 

@@ -1,4 +1,4 @@
-"""History-bucketed mixture weights (evaluation/mixture_weights.py): the rates are the
+"""History-bucketed mixture weights (mixtures/mixture_weights.py): the rates are the
 smoothed training shares, a bucket reads only the previous token, the bucketed mixture is a
 distribution at every position, and EM per bucket finds weights a pooled mixture cannot."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nslm.evaluation import mixture_weights as mw
+from nslm.mixtures import mixture_weights as mw
 from nslm.perplexity import perplexity
 
 

@@ -1,6 +1,6 @@
 """Interventions in a running byte LM (ablation, clamping, steering) and the probes' controls
-(Hewitt & Liang's control task, random-unit baselines): nslm.models.intervention,
-nslm.generation.steering, nslm.probes.controls and the options of probe, eval, generate."""
+(Hewitt & Liang's control task, random-unit baselines): nslm.byte_lm.intervention,
+nslm.byte_lm.steering, nslm.byte_lm.probes.controls and the options of probe, eval, generate."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import pytest
 import torch
 
 from helpers import assert_one_line_error, run_cli
-from nslm.data.labelled import TaggedSentence, Token, byte_tags
-from nslm.generation.bytes import generate_bytes
+from nslm.byte_lm.generation import generate_bytes
+from nslm.byte_lm.intervention import Intervention, intervening
+from nslm.byte_lm.labelled import TaggedSentence, Token, byte_tags
+from nslm.byte_lm.probes.controls import ControlTask, byte_types, random_baseline, shuffled_labels
+from nslm.byte_lm.probes.states import byte_cell_states, final_states
+from nslm.byte_lm.steering import build_intervention, direction, sample_bytes, unit_means
 from nslm.generation.sampling import Sampler, SamplingConfig
-from nslm.generation.steering import build_intervention, direction, sample_bytes, unit_means
-from nslm.models.intervention import Intervention, intervening
 from nslm.perplexity import bits_per_token
-from nslm.probes.controls import ControlTask, byte_types, random_baseline, shuffled_labels
-from nslm.probes.states import byte_cell_states, final_states
 from nslm.runs.load import load_run
 from nslm.scores.passes import head_of
 
@@ -254,8 +254,8 @@ def test_the_explorer_clamps_and_steers(tiny_byte_run: Path) -> None:
 def test_the_report_shows_the_intervention_figures(tiny_byte_run: Path, tmp_path: Path) -> None:
     import shutil
 
+    from nslm.byte_lm.probes.control_plots import selectivity_plot
     from nslm.pages.report import write_report
-    from nslm.probes.control_plots import selectivity_plot
 
     run = tmp_path / "run"
     shutil.copytree(tiny_byte_run, run)

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from helpers import copy_run
 from nslm.cli import main
-from nslm.evaluation.ngram_columns import NgramColumns, column_names, ngram_source
 from nslm.evaluation.report import evaluate_run
 from nslm.ngram.build import score_split
+from nslm.ngram.columns import NgramColumns, column_names, ngram_source
 from nslm.ngram.model import NgramModel
 from nslm.perplexity import perplexity
 from nslm.scores.passes import Scorer

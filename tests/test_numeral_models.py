@@ -1,9 +1,11 @@
-"""The numeral models of Spithourakis & Riedel (models/numerals.py) on a tiny synthetic
+"""The numeral models of Spithourakis & Riedel (numerals/model.py) on a tiny synthetic
 vocabulary: every distribution is normalised, training lowers the loss, digits come from the
 token strings, and the evaluation reads the split it is asked for."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import itertools
 import math
 
@@ -15,9 +17,9 @@ from hypothesis import strategies as st
 
 from nslm.config import build_config
 from nslm.models.lm import LanguageModel
-from nslm.models.numeral_branches import NumeralMoG
-from nslm.models.numeral_vocab import ALPHABET, CHAR_ID, END, START, NumeralSpec, char_ids
-from nslm.models.numerals import NUMERAL_MODELS, numeral_targets
+from nslm.numerals.branches import NumeralMoG
+from nslm.numerals.model import NUMERAL_MODELS, numeral_targets
+from nslm.numerals.vocab import ALPHABET, CHAR_ID, END, START, NumeralSpec, char_ids
 
 WORDS = ["the", ",", ".", "<unk>", "of", "in", "and", "a", "was", "<eos>", "dog", "cat"]
 IN_VOCAB = ["1", "2", "1914", "3.5", "1,000", "0.25"]
@@ -92,7 +94,7 @@ def test_closed_models_sum_to_one_over_words_numerals_and_unk(name, cutoffs) -> 
 
 
 def _tile(t, n):
-    from nslm.models.numerals import Targets
+    from nslm.numerals.model import Targets
 
     return Targets(**{k: v.repeat(n, *([1] * (v.dim() - 1))) for k, v in vars(t).items()})
 
@@ -280,37 +282,44 @@ def _write_corpus(root, rng) -> dict[str, list[str]]:
     return numerals
 
 
-@pytest.mark.parametrize("name", ["h-softmax", "d-rnn"])
-def test_evaluation_reads_the_split_it_is_asked_for(tmp_path, monkeypatch, name) -> None:
+def _train_tiny_run(tmp_path, monkeypatch, name: str, seed: int, **extra) -> tuple:
+    """A numeral model ``name`` trained for a few steps through ``nslm train``'s loop on the
+    corpus of :func:`_write_corpus`: (the run loaded, the corpus folder, its numerals)."""
     from nslm.config import load_config
-    from nslm.evaluation.numeral_models import score_numerals
     from nslm.runs.load import load_run
     from nslm.training.loop import train
 
     monkeypatch.setenv("NSLM_CACHE_DIR", str(tmp_path / "cache"))
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    numerals = _write_corpus(corpus, np.random.default_rng(0))
-    sets = [
-        f"corpus={corpus}",
-        "heads=['numeral']",
-        f"numeral_model={name}",
-        "emb_size=16",
-        "hidden_size=16",
-        "num_layers=1",
-        "digit_size=8",
-        "batch_size=4",
-        "bptt=10",
-        "max_steps=3",
-        "epochs=1",
-        "progress=false",
-        "threads=1",
-        "eval_batch_size=4",
-        "cutoffs=[4]",
-        "tie_weights=true",
-    ]
-    train(load_config(None, sets), tmp_path / "run")
-    loaded = load_run(tmp_path / "run")
+    numerals = _write_corpus(corpus, np.random.default_rng(seed))
+    sets = {
+        "corpus": str(corpus),
+        "heads": "['numeral']",
+        "numeral_model": name,
+        "emb_size": 16,
+        "hidden_size": 16,
+        "num_layers": 1,
+        "digit_size": 8,
+        "batch_size": 4,
+        "bptt": 10,
+        "max_steps": 3,
+        "epochs": 1,
+        "progress": "false",
+        "threads": 1,
+        "eval_batch_size": 4,
+        "cutoffs": "[4]",
+        **extra,
+    }
+    train(load_config(None, [f"{k}={v}" for k, v in sets.items()]), tmp_path / "run")
+    return load_run(tmp_path / "run"), corpus, numerals
+
+
+@pytest.mark.parametrize("name", ["h-softmax", "d-rnn"])
+def test_evaluation_reads_the_split_it_is_asked_for(tmp_path, monkeypatch, name) -> None:
+    from nslm.numerals.scoring import score_numerals
+
+    loaded, _, numerals = _train_tiny_run(tmp_path, monkeypatch, name, 0, tie_weights="true")
     for split in ("valid", "test"):
         scores = score_numerals(loaded, split)
         assert scores.tokens == numerals[split]
@@ -319,13 +328,202 @@ def test_evaluation_reads_the_split_it_is_asked_for(tmp_path, monkeypatch, name)
         assert not scores.in_vocab[[t == own for t in scores.tokens]].any()
         summary = scores.summary()
         assert summary["n_tokens"] == len(numerals[split])
-        assert summary["num_ppl_adjusted"] > 1.0
+        assert summary["num_ppl_adjusted"] > 1.0 and summary["num_ppl_proper"] > 1.0
+        assert set(scores.predicted) <= {float(c.replace(",", "")) for c in scores.candidates}
+        charge = scores.log_prob - scores.log_prob_adjusted
+        if name == "d-rnn":  # open: the string itself, one figure under both conventions
+            assert not scores.unk.any() and np.array_equal(charge, np.zeros_like(charge))
     if name == "h-softmax":  # closed: the unseen numeral is one <unk_num> type in the text
+        from nslm.numerals.scoring import unk_num_spelling
+
         assert scores.unk[[t == "4,242" for t in scores.tokens]].all()
+        # proper: P(<unk_num>)·P_spell(s | s ∉ K) where adjusted charges P(<unk_num>)/|U|
+        rare = [t for t, u in zip(scores.tokens, scores.unk, strict=True) if u]
+        spelling = unk_num_spelling(loaded.model.heads["numeral"].spec)
+        want = spelling.log_prob_outside(rare) + math.log(len(set(rare)))
+        np.testing.assert_allclose(charge[scores.unk], want)
+        assert np.array_equal(charge[~scores.unk], np.zeros((~scores.unk).sum()))
+
+
+def test_a_prepared_split_scores_as_the_runs_own(tmp_path, monkeypatch) -> None:
+    """``score_numerals`` on a prepared :class:`Split` with its strings (what Table 4 passes:
+    a text prepared with the run's vocabulary) gives the figures of the run's own split;
+    without strings, or with strings of another length, it refuses."""
+    from nslm.data.fixed_vocab import prepare_text_file
+    from nslm.numerals.scoring import score_numerals
+    from nslm.scores.passes import head_of
+
+    loaded, corpus, numerals = _train_tiny_run(tmp_path, monkeypatch, "h-softmax", 1)
+    text = prepare_text_file(loaded.corpus, corpus / "test.txt", "test", "tokenized")
+    own = score_numerals(loaded, "test")
+    got = score_numerals(loaded, text.split, strings=text.strings, candidates=own.candidates)
+    assert got.split == "test" and got.tokens == own.tokens == numerals["test"]
+    np.testing.assert_array_equal(got.positions, own.positions)
+    np.testing.assert_array_equal(got.in_vocab, own.in_vocab)
+    np.testing.assert_allclose(got.log_prob, own.log_prob, rtol=1e-6)
+    np.testing.assert_allclose(got.log_prob_adjusted, own.log_prob_adjusted, rtol=1e-6)
+    np.testing.assert_array_equal(got.predicted_index, own.predicted_index)
+    # a cut split with its strings cut alike: the numerals of those tokens only
+    cut = head_of(text.split, 200)
+    part = score_numerals(loaded, cut, strings=text.strings[:200], predict=False)
+    assert part.positions.max() < 200 and part.predicted_index is None
+    assert part.tokens == [text.strings[i] for i in part.positions.tolist()]
+    with pytest.raises(ValueError, match="needs its token strings"):
+        score_numerals(loaded, text.split)
+    with pytest.raises(ValueError, match=f"{len(text.strings) - 1} strings for a split of"):
+        score_numerals(loaded, text.split, strings=text.strings[:-1])
+
+
+def test_the_prefix_tree_refuses_a_d_rnn_it_does_not_step() -> None:
+    """``drnn_trie_scores`` steps a one-layer LSTM without projection by hand: any other
+    d-RNN is refused, not scored wrong."""
+    from nslm.errors import NslmError
+    from nslm.numerals.scoring import CandidateTrie, drnn_trie_scores
+
+    head = tiny_model("d-rnn").heads["numeral"]
+    trie = CandidateTrie.of(numeral_targets(head.spec, IN_VOCAB).chars)
+    lstm = head.drnn.lstm
+    head.drnn.lstm = torch.nn.LSTM(lstm.input_size, lstm.hidden_size, num_layers=2)
+    with pytest.raises(NslmError, match="1-layer LSTM without projection"):
+        drnn_trie_scores(head.drnn, torch.randn(2, 16), trie)
+
+
+def spelling_mass(model, max_len: int = 400) -> tuple[float, float]:
+    """(Σ P_spell(s) over the byte strings of up to ``max_len`` bytes, what is left on the
+    longer ones), by dynamic programming over the model's contexts: the next-symbol
+    distribution of a history is that of its longest seen suffix (the contexts that
+    ``normalisation_check`` walks), and so is the next history's. A state is such a
+    suffix, padded in front by a symbol no context holds, so that it stays the longest."""
+    from nslm.scores.spelling import BEGIN, END
+
+    seen = list(model._contexts)
+    index = {c: i for i, c in enumerate(seen)}
+    size = model.order - 1
+
+    def state(history: tuple[int, ...]) -> int:
+        history = history[len(history) - size :] if size else ()
+        for length in range(len(history), -1, -1):
+            suffix = history[len(history) - length :]
+            if suffix in index:
+                return index[suffix]
+        raise AssertionError("the empty context is always seen")
+
+    dists = np.array([model._distribution((-1,) * (size - len(c)) + c) for c in seen])
+    step = np.array([[state((*c, b)) for b in range(256)] for c in seen])
+    mass = np.zeros(len(seen))
+    mass[state((BEGIN,) * size)] = 1.0
+    ended = []
+    for _ in range(max_len + 1):
+        ended.append(float(mass @ dists[:, END]))
+        nxt = np.zeros(len(seen))
+        np.add.at(nxt, step.ravel(), (mass[:, None] * dists[:, :256]).ravel())
+        mass = nxt
+    return math.fsum(ended), float(mass.sum())
+
+
+def test_the_unk_num_spelling_model_sums_to_one_over_every_string_outside_k() -> None:
+    """P_spell(s | s ∉ K), what a closed model's P(<unk_num> | h) is spread by: every
+    context of ``normalisation_check`` sums to one with END possible, so P_spell totals one
+    over all byte strings (≈ 1 within 1e-9 by the dynamic programme, the mass left on longer
+    strings below 1e-12), hence P_spell(s | s ∉ K) totals one outside K, −inf on K; and
+    more on the rare training numerals it learnt from than on a long unseen one."""
+    from nslm.numerals.scoring import unk_num_spelling
+
+    rng = np.random.default_rng(0)
+    rare = [*sorted({str(int(x)) for x in rng.integers(0, 10**6, 300)}), "3.25", "1,250"]
+    specs = [tiny_spec(), dataclasses.replace(tiny_spec(), itos=WORDS + rare)]
+    for spec in specs:
+        spelling = unk_num_spelling(spec)
+        check = spelling.normalisation_check()
+        assert check["next_symbol_max_error"] < 1e-12
+        assert check["least_end_probability"] > 0
+        total, left = spelling_mass(spelling)
+        assert left < 1e-12
+        assert total == pytest.approx(1.0, abs=1e-9)
+        in_k = math.fsum(np.exp(spelling.log_prob(spec.numerals)).tolist())
+        outside = (total - in_k) / math.exp(spelling.log_mass_outside)
+        assert outside == pytest.approx(1.0, abs=1e-9)
+        lp = spelling.log_prob_outside([*spec.numerals, "5"])
+        assert np.isneginf(lp[:-1]).all() and np.isfinite(lp[-1])
+    # the programme is the scoring's: strings of up to one byte by log_prob, one at a time
+    short = [b""] + [bytes([b]) for b in range(256)]
+    by_string = math.fsum(np.exp(spelling.log_prob(short)).tolist())
+    assert spelling_mass(spelling, max_len=1)[0] == pytest.approx(by_string, rel=1e-12)
+    rare_lp, other = spelling.log_prob_outside([rare[0], "98765,4.3"])
+    assert rare_lp > other
+
+
+def test_the_spelling_checks_catch_a_context_that_does_not_sum_to_one() -> None:
+    """The checks above can fail: one count too many in the Witten-Bell denominator of the
+    start context (c(h) + N1+(h •)) leaves its next-symbol distribution, and so the total
+    over all strings, short of one."""
+    from nslm.numerals.scoring import unk_num_spelling
+    from nslm.scores.spelling import BEGIN
+
+    spelling = unk_num_spelling(tiny_spec())
+    broken = copy.copy(spelling)
+    broken._contexts = dict(spelling._contexts)
+    start = (BEGIN,) * (spelling.order - 1)
+    seen, denominator, distinct = broken._contexts[start]
+    broken._contexts[start] = (seen, denominator + 1, distinct)
+    assert broken.normalisation_check()["next_symbol_max_error"] > 1e-3
+    total, left = spelling_mass(broken)
+    assert left < 1e-12 and abs(total - 1.0) > 1e-3
+
+
+@pytest.mark.parametrize("name", ["softmax", "h-softmax+rnn"])
+def test_a_candidate_outside_k_gets_unk_num_times_its_spelling(name) -> None:
+    """The proper mode: a candidate outside the numeral vocabulary is scored P(<unk_num> | h)
+    · P_spell(s | s ∉ K); without a spelling model <unk_num> names no value (−inf). With the
+    charge, words + K + the enumerated strings outside K still hold at most one."""
+    from nslm.numerals.scoring import candidate_scores, unk_num_spelling
+
+    head = tiny_model(name).heads["numeral"]
+    spelling = unk_num_spelling(head.spec)
+    strings = IN_VOCAB + RARE + ["123", "4.5"]
+    cands = numeral_targets(head.spec, strings)
+    outside = cands.num == head.unk_num
+    charge = torch.zeros(len(strings), dtype=torch.float64)
+    charge[outside] = torch.from_numpy(
+        spelling.log_prob_outside([s for s, o in zip(strings, outside, strict=True) if o])
+    )
+    h = torch.randn(3, 16)
+    got = candidate_scores(head, h, cands, charge)
+    cat = torch.log_softmax(head.num_logits(h).double(), dim=-1)
+    want = torch.where(outside, cat[:, head.unk_num : head.unk_num + 1] + charge, cat[:, cands.num])
+    assert torch.allclose(got, want)
+    assert torch.isneginf(candidate_scores(head, h, cands)[:, outside]).all()
+    # the whole proper distribution: words, K, and <unk_num> spread over strings outside K
+    every = ["".join(s) for s in all_strings(3)]
+    rest = [s for s in every if s not in head.spec.numerals]
+    spread = np.exp(spelling.log_prob_outside(rest)).sum()
+    known = numeral_targets(head.spec, IN_VOCAB + RARE[:1])
+    lp = head.log_prob(h.repeat_interleave(len(IN_VOCAB) + 1, 0), _tile(known, 3))
+    lp = lp.exp().reshape(3, -1)
+    total = word_mass(head, h) + lp[:, :-1].sum(1) + lp[:, -1] * spread
+    assert (total <= 1 + 1e-6).all()
+
+
+def test_d_rnn_over_the_prefix_tree_is_the_d_rnn_string_by_string() -> None:
+    """:func:`drnn_trie_scores` (every candidate from every state, prefixes shared) gives
+    the d-RNN's own log P(string | h), a candidate that is another's prefix included."""
+    from nslm.numerals.scoring import CandidateTrie, drnn_trie_scores
+
+    head = tiny_model("d-rnn").heads["numeral"]
+    strings = [*IN_VOCAB, *RARE, "19", "191", "0.5", "12,345", "1,0"]
+    cands = numeral_targets(head.spec, strings)
+    trie = CandidateTrie.of(cands.chars)
+    assert len(trie.parent) < sum(len(s) + 1 for s in strings)  # shared prefixes
+    h = torch.randn(5, 16)
+    got = drnn_trie_scores(head.drnn, h, trie)
+    with torch.no_grad():
+        rows = h.repeat_interleave(len(strings), 0)
+        want = head.drnn(rows, cands.chars.repeat(5, 1)).double().reshape(5, -1)
+    assert torch.allclose(got, want, atol=1e-5)
 
 
 def test_digit_encoding_ignores_padding() -> None:
-    from nslm.models.numeral_branches import DigitEncoder
+    from nslm.numerals.branches import DigitEncoder
 
     torch.manual_seed(0)
     enc = DigitEncoder(8, 5)
@@ -352,7 +550,7 @@ def test_d_rnn_score_ignores_padding() -> None:
 )
 def test_value_metrics_of_a_proportional_error(gold, factor) -> None:
     """Predicting (1 + f)·y everywhere: every APE is 100·f, so MAPE = MdAPE = 100·f."""
-    from nslm.evaluation.value_metrics import value_metrics
+    from nslm.numerals.value_metrics import value_metrics
 
     y = np.array(gold)
     got = value_metrics(y, y * (1 + factor))
@@ -362,7 +560,7 @@ def test_value_metrics_of_a_proportional_error(gold, factor) -> None:
 
 
 def test_value_metrics_leave_zero_gold_out_of_percentages() -> None:
-    from nslm.evaluation.value_metrics import baseline_metrics, value_metrics
+    from nslm.numerals.value_metrics import baseline_metrics, value_metrics
 
     got = value_metrics(np.array([0.0, 10.0, 20.0]), np.array([5.0, 15.0, 20.0]))
     assert got["n_zero"] == 1 and got["mape"] == pytest.approx(25.0)  # (50% + 0%) / 2

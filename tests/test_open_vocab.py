@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -16,11 +17,15 @@ from hypothesis import strategies as st
 
 from nslm.data.corpus import PreparedCorpus
 from nslm.data.fixed_vocab import prepare_text
+from nslm.errors import NslmError
 from nslm.evaluation.open_vocab import OpenScores, open_scores
+from nslm.micro.gated import GatedMixture
 from nslm.micro.history import Context
 from nslm.micro.number_spellings import class_rule
-from nslm.micro.open_set import KnownWeight, OpenMicroModel, log_open
+from nslm.micro.open_cache import CacheWeight, TextCache, text_cache
+from nslm.micro.open_set import GATED_PARTS, KnownWeight, OpenMicroModel, log_open
 from nslm.micro.pipeline import fit_micro
+from nslm.scores.passes import head_of
 from nslm.scores.spelling import fit_spelling
 from nslm.scores.split_scores import SplitScores
 
@@ -84,11 +89,15 @@ def test_enumerated_open_set_sums_to_one(models, loaded, name: str) -> None:
     ctx = class_contexts(om, loaded.corpus, 30)
     has = om.micro.metric.available(ctx)
     assert len(ctx) >= 50 and has.any() and (~has).any()  # the metric's part and the prior's
-    known, log_z = om.log_prob_known(ctx)
+    known = om.log_prob_known(ctx)
+    members = om.log_prob_members(ctx)
+    np.testing.assert_array_equal(members[:, om.base.vc_columns], known)
     new_columns = np.setdiff1d(np.arange(len(om.base.strings)), om.base.vc_columns)
     assert len(new_columns) > 0
-    log_new = om.base.log_v_all(ctx)[:, new_columns] - log_z[:, None]
-    p_new = np.exp(log_new).sum(axis=1)
+    # a new member keeps its base share: log P_open − log v is one constant (−log Z) a row
+    offset = members[:, new_columns] - om.base.log_v_all(ctx)[:, new_columns]
+    np.testing.assert_allclose(offset, offset[:, :1].repeat(len(new_columns), axis=1), atol=1e-9)
+    p_new = np.exp(members[:, new_columns]).sum(axis=1)
     np.testing.assert_allclose(np.exp(known).sum(axis=1) + p_new, 1.0, rtol=0, atol=1e-9)
     np.testing.assert_allclose(np.exp(om.log_new_mass(ctx)), p_new, rtol=0, atol=1e-9)
 
@@ -98,9 +107,9 @@ def test_round_open_set_sums_to_one(models, loaded) -> None:
     ctx = class_contexts(om, loaded.corpus, 3)
     _, listed = class_rule("round")
     new = [s for s in listed if s not in om.known]
-    known, log_z = om.log_prob_known(ctx)
-    for i in range(len(ctx)):  # log_prob's reading of a new string, without its V_c part
-        p_new = np.exp(om.base.log_v_strings(new, ctx.rows(np.full(len(new), i))) - log_z[i]).sum()
+    known = om.log_prob_known(ctx)
+    for i in range(len(ctx)):  # log_prob's reading of every new string of the class's rule
+        p_new = np.exp(om.log_prob(new, ctx.rows(np.full(len(new), i)))).sum()
         assert np.exp(known[i]).sum() + p_new == pytest.approx(1.0, abs=1e-9)
         assert p_new == pytest.approx(np.exp(om.log_new_mass(ctx.rows(np.array([i]))))[0])
 
@@ -109,7 +118,7 @@ def test_round_open_set_sums_to_one(models, loaded) -> None:
 def test_log_prob_of_a_known_member_is_its_column(models, loaded, name: str) -> None:
     om = models[name]
     ctx = class_contexts(om, loaded.corpus, 5)
-    known, _ = om.log_prob_known(ctx)
+    known = om.log_prob_known(ctx)
     j = int(np.argmax(om.cls.candidates.counts))
     got = om.log_prob([om.cls.candidates.strings[j]] * len(ctx), ctx)
     np.testing.assert_array_equal(got, known[:, j])
@@ -119,17 +128,16 @@ def test_log_prob_of_a_known_member_is_its_column(models, loaded, name: str) -> 
 def test_log_prob_of_a_new_member_is_its_share_of_the_enumeration(models, loaded, name) -> None:
     om = models[name]
     ctx = class_contexts(om, loaded.corpus, 5)
-    _, log_z = om.log_prob_known(ctx)
     column = int(np.setdiff1d(np.arange(len(om.base.strings)), om.base.vc_columns)[0])
     got = om.log_prob([om.base.strings[column]] * len(ctx), ctx)
-    np.testing.assert_allclose(got, om.base.log_v_all(ctx)[:, column] - log_z, rtol=1e-12)
+    np.testing.assert_allclose(got, om.log_prob_members(ctx)[:, column], rtol=1e-12)
     assert np.isneginf(om.log_prob(["Atlantis 3000"], ctx.rows(np.array([0])))).all()
 
 
 def test_new_values_take_what_the_known_ones_leave(models, loaded) -> None:
     om = models["round"]
     ctx = class_contexts(om, loaded.corpus, 3)
-    known, _ = om.log_prob_known(ctx)
+    known = om.log_prob_known(ctx)
     left = 1.0 - np.exp(known).sum(axis=1)
     assert (left > 0).all()
     np.testing.assert_allclose(np.exp(om.log_new_mass(ctx)), left, rtol=1e-9)
@@ -155,9 +163,7 @@ def year_context(om: OpenMicroModel, corpus: PreparedCorpus, year: int) -> Conte
 
 def likeliest(om: OpenMicroModel, ctx: Context) -> list[tuple[int, float]]:
     """Every member of O_c, known or new, by P_open: (year, probability), likeliest first."""
-    known, log_z = om.log_prob_known(ctx)
-    log_p = om.base.log_v_all(ctx)[0] - log_z[0]
-    log_p[om.base.vc_columns] = known[0]
+    log_p = om.log_prob_members(ctx)[0]
     order = np.argsort(-log_p, kind="stable")
     return [(int(om.base.strings[i]), float(np.exp(log_p[i]))) for i in order]
 
@@ -200,8 +206,7 @@ def test_parameters_round_trip_through_json(models, loaded, name: str) -> None:
     om = models[name]
     again = OpenMicroModel.from_params(json.loads(json.dumps(om.get_params())), om.micro)
     ctx = class_contexts(om, loaded.corpus, 3)
-    for got, want in zip(again.log_prob_known(ctx), om.log_prob_known(ctx), strict=True):
-        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(again.log_prob_known(ctx), om.log_prob_known(ctx))
     assert again.top_new(ctx, 5) == om.top_new(ctx, 5)
     assert again.how == om.how
 
@@ -266,3 +271,186 @@ def test_open_scores_add_the_class_reading_at_unseen_class_tokens(models, loaded
         opened_pure[known_year] - closed[known_year],
         got.open_known[known_year] - got.closed.micro[known_year],
     )
+
+
+# -- the gate on the LM's state -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gated(models, loaded) -> OpenMicroModel:
+    """The year's open model with a gate fitted on the tiny LM's states at the first 300,000
+    tokens of train and valid (kept or not, the fitted gate is put in so that its scores can
+    be checked)."""
+    om = OpenMicroModel.from_params(models["year"].get_params(), models["year"].micro)
+    train, valid = (head_of(s, 300_000) for s in (loaded.corpus.train, loaded.corpus.valid))
+    scorer = loaded.scorer()
+    H_train, H_valid = (scorer.features_at(s, om.cls.positions(s)[0]) for s in (train, valid))
+    om.fit_gate(train, H_train, valid, H_valid)
+    assert set(om.gate_valid_nll) == {"ungated", "gated"}
+    if om.gate is None:  # not better on valid: put the fitted one in for what follows
+        gate = GatedMixture(len(GATED_PARTS), H_train.shape[1])
+        L_train, L_valid = om._part_targets(train), om._part_targets(valid)
+        om.gate = gate.fit(H_train.numpy(), L_train, H_valid.numpy(), L_valid)
+    return om
+
+
+def random_states(om: OpenMicroModel, n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return om.gate.mean + om.gate.scale * rng.normal(size=(n, om.gate.dim))
+
+
+def test_every_gated_part_and_the_gated_mixture_sum_to_one(gated, loaded) -> None:
+    ctx = class_contexts(gated, loaded.corpus, 20)
+    parts = gated.part_log_probs(ctx)
+    assert parts.shape == (len(ctx), len(GATED_PARTS), len(gated.base.strings))
+    np.testing.assert_allclose(np.exp(parts).sum(axis=2), 1.0, rtol=0, atol=1e-9)
+    H = random_states(gated, len(ctx))
+    members = gated.log_prob_members(ctx, H)
+    np.testing.assert_allclose(np.exp(members).sum(axis=1), 1.0, rtol=0, atol=1e-9)
+    known = gated.log_prob_known(ctx, H)
+    np.testing.assert_array_equal(known, members[:, gated.base.vc_columns])
+    new = 1.0 - np.exp(known).sum(axis=1)
+    np.testing.assert_allclose(np.exp(gated.log_new_mass(ctx, H)), new, rtol=1e-9)
+    strings = [gated.base.strings[j] for j in range(0, len(gated.base.strings), 97)]
+    row = ctx.rows(np.zeros(len(strings), dtype=np.int64))
+    got = gated.log_prob(strings, row, np.repeat(H[:1], len(strings), axis=0))
+    np.testing.assert_allclose(got, members[0, ::97], rtol=1e-12)
+
+
+def test_the_after_part_puts_an_unseen_years_successors_first(gated, loaded) -> None:
+    ctx = year_context(gated, loaded.corpus, 2027)
+    after = gated.part_log_probs(ctx)[0, GATED_PARTS.index("after")]
+    best = int(gated.base.strings[int(np.argmax(after))])
+    assert 2027 < best <= 2037 and str(best) not in gated.known
+    # a gate pinned to the "after" part is that part
+    pinned = OpenMicroModel(
+        gated.micro,
+        gated.base,
+        gated.weight,
+        gate=GatedMixture.pinned(len(GATED_PARTS), gated.gate.dim, GATED_PARTS.index("after")),
+    )
+    H = random_states(gated, 1)
+    np.testing.assert_allclose(pinned.log_prob_members(ctx, H)[0], after, atol=1e-12)
+    top = pinned.top_new(ctx, 3, H)[0]
+    assert top[0][0] == str(best)
+
+
+def test_a_gated_model_needs_the_lms_states_and_round_trips(gated, loaded) -> None:
+    ctx = class_contexts(gated, loaded.corpus, 3)
+    with pytest.raises(NslmError, match="reads the LM's states"):
+        gated.log_prob_known(ctx)
+    with pytest.raises(NslmError, match="LM states for"):
+        gated.log_prob_known(ctx, random_states(gated, len(ctx) + 1))
+    params = json.loads(json.dumps(gated.get_params()))
+    again = OpenMicroModel.from_params(params, gated.micro, gated.tensors())
+    H = random_states(gated, len(ctx))
+    # the gate's tensors are kept as float32 (safetensors), as a context model's are
+    np.testing.assert_allclose(
+        again.log_prob_known(ctx, H), gated.log_prob_known(ctx, H), rtol=1e-3
+    )
+    with pytest.raises(NslmError, match="gate cannot be read"):
+        OpenMicroModel.from_params(params, gated.micro)
+
+
+def test_a_class_without_a_listed_open_set_has_no_gate(models, loaded) -> None:
+    om = models["round"]
+    assert not om.gateable
+    corpus = loaded.corpus
+    assert om.fit_gate(corpus.train, np.zeros((1, 4)), corpus.valid, np.zeros((1, 4))) is False
+    assert om.gate is None
+
+
+# -- the cache of new members ----------------------------------------------------------------
+
+
+def test_text_cache_holds_earlier_new_members_of_the_article_within_the_window() -> None:
+    positions = np.array([1, 3, 5, 8, 12, 20])
+    members = np.array(["a", "b", "a", "c", "a", "b"], dtype=object)
+    new = np.array([True, False, True, True, True, True])
+    articles = np.array([0] * 10 + [1] * 15)
+    cache = text_cache(members, positions, articles, new, np.array([1, 7, 9, 13, 23]), window=6)
+    assert [dict(c) for c in cache.counts] == [
+        {},  # nothing before position 1
+        {"a": 2},  # "b" at 3 is known: never cached
+        {"a": 1, "c": 1},  # the "a" at 1 is more than 6 tokens back
+        {"a": 1},  # position 12 starts article 1: only its own "a"
+        {"b": 1},  # the "a" at 12 is 11 tokens back; the "b" at 20 is new
+    ]
+    assert cache.share(1, "a") == 1.0 and cache.share(2, "c") == 0.5 and cache.share(0, "a") == 0
+
+
+def year_cache(om: OpenMicroModel, n: int) -> TextCache:
+    """Caches for n rows: empty, one new year, two new years, one of them twice, …"""
+    new = [s for s in om.base.strings if s not in om.known][:3]
+    counts = [Counter(), Counter({new[0]: 1}), Counter({new[1]: 2, new[2]: 1})]
+    return TextCache([counts[i % 3] for i in range(n)])
+
+
+def test_the_cache_keeps_the_open_set_proper(models, loaded) -> None:
+    om = models["year"]
+    ctx = class_contexts(om, loaded.corpus, 10)
+    om = OpenMicroModel(om.micro, om.base, om.weight, cache_weight=CacheWeight(-1.0, 0.5))
+    cache = year_cache(om, len(ctx))
+    members = om.log_prob_members(ctx, cache=cache)
+    np.testing.assert_allclose(np.exp(members).sum(axis=1), 1.0, rtol=0, atol=1e-9)
+    known = om.log_prob_known(ctx, cache=cache)
+    np.testing.assert_array_equal(known, members[:, om.base.vc_columns])
+    plain = om.log_prob_members(ctx)
+    kappa = om.cache_weight.kappa(cache)
+    assert kappa[0] == 0 and (kappa[1:3] > 0).all()
+    for i in range(3):  # (1 − κ) · P_open + κ · n_t(w) / n_t, member by member
+        want = (1 - kappa[i]) * np.exp(plain[i])
+        for s, c in cache.counts[i].items():
+            want[om.base.index[s]] += kappa[i] * c / cache.totals[i]
+        np.testing.assert_allclose(np.exp(members[i]), want, rtol=1e-9, atol=1e-15)
+    cached = next(iter(cache.counts[1]))
+    got = om.log_prob([cached], ctx.rows(np.array([1])), cache=cache.rows(np.array([1])))
+    assert got[0] == pytest.approx(members[1, om.base.index[cached]])
+    top = om.top_new(ctx.rows(np.array([1])), 3, cache=cache.rows(np.array([1])))[0]
+    assert top[0][0] == cached  # κ(1) = σ(−1) ≈ 0.27: the cached year comes first
+
+
+def test_the_cache_keeps_a_value_class_proper(models, loaded) -> None:
+    om = models["round"]
+    ctx = class_contexts(om, loaded.corpus, 2)
+    _, listed = class_rule("round")
+    new = [s for s in listed if s not in om.known]
+    om = OpenMicroModel(om.micro, om.base, om.weight, cache_weight=CacheWeight(0.0, 0.0))
+    for i in range(len(ctx)):
+        cache = TextCache([Counter({new[7]: 1, new[99]: 3})] * len(new))
+        rows = ctx.rows(np.full(len(new), i))
+        known = om.log_prob_known(ctx.rows(np.array([i])), cache=cache.rows(np.array([0])))
+        total = np.exp(known).sum() + np.exp(om.log_prob(new, rows, cache=cache)).sum()
+        assert total == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", ["year", "round"])
+def test_deleted_estimation_fits_the_cache_weight(models, name: str) -> None:
+    om = models[name]
+    assert "cache of new members" in om.how
+    kappa = om.cache_weight.kappa(TextCache([Counter({1: 1}), Counter({1: 4})]))
+    # a year or a round number the text has named again is common in WikiText articles
+    assert (kappa > 0.01).all() and np.isfinite([om.cache_weight.alpha, om.cache_weight.beta]).all()
+    again = OpenMicroModel.from_params(json.loads(json.dumps(om.get_params())), om.micro)
+    assert again.cache_weight == om.cache_weight
+
+
+def test_each_gated_part_reads_the_cache_as_it_reads_the_members(gated, loaded) -> None:
+    """ "began in 2027 and ended in": the cache holds 2027 itself; the "after" part keeps
+    only cached years after 2027, so a gate that picks it is not undone by the cache."""
+    ctx = year_context(gated, loaded.corpus, 2027)
+    om = OpenMicroModel(
+        gated.micro, gated.base, gated.weight, gate=gated.gate, cache_weight=CacheWeight(0.0)
+    )
+    cache = TextCache([Counter({"2027": 1})])
+    parts = om.part_log_probs(ctx, cache)
+    np.testing.assert_allclose(np.exp(parts).sum(axis=2), 1.0, atol=1e-9)
+    year = om.base.index["2027"]
+    whole, after = parts[0, 0], parts[0, GATED_PARTS.index("after")]
+    assert int(om.base.strings[int(np.argmax(whole))]) == 2027  # κ = ½ on the repeat
+    assert np.isneginf(after[year])  # 2027 is not after 2027: neither the part nor its cache
+    np.testing.assert_allclose(after, om.part_log_probs(ctx)[0, GATED_PARTS.index("after")])
+    H = random_states(om, 1)
+    members = om.log_prob_members(ctx, H, cache)
+    np.testing.assert_allclose(np.exp(members).sum(), 1.0, atol=1e-9)
+    assert om.log_prob(["2027"], ctx, H, cache)[0] == pytest.approx(members[0, year])

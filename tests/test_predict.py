@@ -78,7 +78,7 @@ def open_run_dir(tiny_nslm_run: Path, tmp_path_factory: pytest.TempPathFactory) 
 
     run = copy_run(tiny_nslm_run, tmp_path_factory.mktemp("open") / "tiny")
     loaded = load_run(run)
-    write_run_open(run, fit_run_open(loaded, {"year": load_run_micro(loaded)["year"]}))
+    write_run_open(loaded, fit_run_open(loaded, {"year": load_run_micro(loaded)["year"]}))
     return run
 
 

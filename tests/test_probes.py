@@ -10,10 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nslm.data.labelled import LabelledTexts, TaggedSentence
+from nslm.byte_lm.labelled import LabelledTexts, TaggedSentence
+from nslm.byte_lm.probes.estimators import (
+    L1Probe,
+    NeuronThreshold,
+    fit_on_dev,
+    load_probe,
+    save_probe,
+)
+from nslm.byte_lm.probes.sentiment import probe_sentiment
 from nslm.errors import NslmError
-from nslm.probes.estimators import L1Probe, NeuronThreshold, fit_on_dev, load_probe, save_probe
-from nslm.probes.sentiment import probe_sentiment
 
 
 def planted(n: int, h: int = 64, neuron: int = 17, seed: int = 0):
@@ -73,6 +79,15 @@ def test_not_a_probe_file(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"kind": "pickle"}', encoding="utf-8")
     with pytest.raises(NslmError, match="not a probe"):
         load_probe(tmp_path / "x.json")
+
+
+@pytest.mark.parametrize("y", [[1, 1, 0, 0], [0, 0, 1, 1]])
+def test_a_cut_between_neighbouring_floats_separates_them(y) -> None:
+    """0 and 5e-324 have no float between them: the cut is one of them, on the right side."""
+    x = np.array([0.0, 0.0, 5e-324, 1.0])[:, None]
+    fitted = NeuronThreshold(0).fit(x, np.array(y))
+    assert fitted.train_accuracy_ == 1.0
+    assert fitted.predict(x).tolist() == y
 
 
 @given(st.lists(st.floats(-5, 5), min_size=2, max_size=40), st.data())
@@ -137,7 +152,7 @@ def test_sentiment_probe_on_planted_features_and_text() -> None:
 
 def _byte_data(n: int, seed: int):
     """Synthetic bytes: neuron 5 marks SPACE, neuron 9 marks VB (VBD and VBZ), the rest noise."""
-    from nslm.probes.pos import ByteData
+    from nslm.byte_lm.probes.pos import ByteData
 
     rng = np.random.default_rng(seed)
     tags = np.array(["NN", "SPACE", "VBD", "VBZ", "DT"])[rng.integers(0, 5, n)]
@@ -149,7 +164,7 @@ def _byte_data(n: int, seed: int):
 
 
 def test_pos_probe_finds_planted_tag_neurons() -> None:
-    from nslm.probes.pos import ByteData, group_tag, probe_pos
+    from nslm.byte_lm.probes.pos import ByteData, group_tag, probe_pos
 
     train, test = _byte_data(3000, 0), _byte_data(1000, 1)
 
@@ -168,8 +183,8 @@ def test_pos_probe_finds_planted_tag_neurons() -> None:
 
 
 def test_take_bytes_takes_whole_sentences_in_a_seeded_order() -> None:
-    from nslm.data.labelled import Token
-    from nslm.probes.pos import take_bytes
+    from nslm.byte_lm.labelled import Token
+    from nslm.byte_lm.probes.pos import take_bytes
 
     sentences = [TaggedSentence([Token(f"w{i}", [(f"w{i}", "NN")])]) for i in range(100)]
     first = take_bytes(sentences, 50)
@@ -180,7 +195,7 @@ def test_take_bytes_takes_whole_sentences_in_a_seeded_order() -> None:
 
 
 def test_texts_are_framed_as_reviews_after_the_cut() -> None:
-    from nslm.probes.sentiment import framed
+    from nslm.byte_lm.probes.sentiment import framed
 
     assert framed(["a good film", "é"]) == [b"\na good film ", b"\n\xc3\xa9 "]
     assert framed(["a good film"], last_bytes=4) == [b"\nfilm "]  # cut first, then framed
@@ -190,8 +205,8 @@ def test_texts_are_framed_as_reviews_after_the_cut() -> None:
 
 
 def test_pos_bytes_are_read_after_the_separator_and_its_row_dropped() -> None:
-    from nslm.data.labelled import Token
-    from nslm.probes.pos import byte_dataset
+    from nslm.byte_lm.labelled import Token
+    from nslm.byte_lm.probes.pos import byte_dataset
 
     seen: list[bytes] = []
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from helpers import assert_one_line_error, run_cli
+from nslm.byte_lm.probes.estimators import load_probe
 from nslm.cli import main
-from nslm.probes.estimators import load_probe
 
 
 def test_probe_sentiment(tiny_byte_run: Path, labelled_dir: Path, tmp_path: Path, capsys) -> None:

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nslm.data.brown_tags import UNIVERSAL_TAGS, universal_tag
-from nslm.data.tagged import (
+from nslm.errors import NslmError
+from nslm.word_pos.brown_tags import UNIVERSAL_TAGS, universal_tag
+from nslm.word_pos.tagged import (
     TaggedCorpus,
     brown_split_of,
     load_tagged_corpus,
     parse_tagged_line,
     split_token,
 )
-from nslm.errors import NslmError
 
 # -- real data --------------------------------------------------------------------------------
 

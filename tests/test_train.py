@@ -443,3 +443,10 @@ def test_weights_are_kept_every_n_steps(tmp_path: Path) -> None:
     first, last = (load_file(tmp_path / "run" / "kept" / k) for k in (kept[0], kept[-1]))
     assert first.keys() == last.keys()
     assert any(not torch.equal(first[k], last[k]) for k in first)  # training moved them
+    from nslm.runs.load import kept_weights, load_run
+
+    found = kept_weights(tmp_path / "run")
+    assert list(found) == [4, 8, 12]
+    at_8 = load_run(tmp_path / "run", weights=found[8]).model.state_dict()
+    kept_8 = load_file(found[8])
+    assert all(torch.equal(at_8[k].float(), kept_8[k].float()) for k in kept_8)

@@ -8,9 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nslm.batches.sentences import epoch_batches, eval_batches
-from nslm.data.tagged_vocab import TaggedVocab, unk_signature
-from nslm.models.word_pos import (
+from nslm.word_pos.batches import epoch_batches, eval_batches
+from nslm.word_pos.model import (
     EQ12_ALPHA,
     KINDS,
     WordPosLM,
@@ -19,7 +18,8 @@ from nslm.models.word_pos import (
     eq12_alpha,
     model_inputs,
 )
-from nslm.scores.word_pos import most_frequent_tag_accuracy, score_tagged
+from nslm.word_pos.scores import most_frequent_tag_accuracy, score_tagged
+from nslm.word_pos.vocab import TaggedVocab, unk_signature
 
 CPU = torch.device("cpu")
 

@@ -17,16 +17,16 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
+from nslm.byte_lm.labelled import parse_conllu
 from nslm.config import load_config
-from nslm.data.labelled import parse_conllu
 from nslm.data.numbers import NUMBER_CLASSES, can_be, is_number, number_value
 from nslm.data.places import PLACE_CLASSES, load_gazetteer, name_tokens
 from nslm.data.prepare import split_lines
-from nslm.data.tagged import BROWN_FILE, load_tagged_corpus
 from nslm.data.tagging import TaggedText, tag_lines
 from nslm.data.textfile import read_text
 from nslm.data.vocab import EOS
 from nslm.ngram.arpa import read_arpa
+from nslm.word_pos.tagged import BROWN_FILE, load_tagged_corpus
 
 # -- WikiText lines -----------------------------------------------------------------------------
 

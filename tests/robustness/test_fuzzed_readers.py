@@ -15,12 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nslm.byte_lm.labelled import parse_conllu
 from nslm.config import build_config, load_config
-from nslm.data.brown_tags import universal_tag
-from nslm.data.labelled import parse_conllu
 from nslm.data.numbers import rejoin_numbers
 from nslm.data.tagging import TaggedText, tag_lines
 from nslm.errors import NslmError
+from nslm.word_pos.brown_tags import universal_tag
 from robustness.inputs import toml_text
 from robustness.readers import (
     ARPA_TEXT,
@@ -169,7 +169,7 @@ BROWN_WORDS = st.text(
 )
 def test_brown_round_trips(sentences: list[list[tuple[str, str]]]) -> None:
     """Ten files, one sentence each: the 9th goes to valid, the 10th to test, the rest to
-    train (data/tagged.py's split rule); words come back, tags as their universal tags."""
+    train (word_pos/tagged.py's split rule); words come back, tags as their universal tags."""
     rows = "".join(
         f"c{'abcdefghijklm'[i]}01\tnews\t0\t0\t{' '.join(f'{w}/{t}' for w, t in s)}\n"
         for i, s in enumerate(sentences)
@@ -180,7 +180,7 @@ def test_brown_round_trips(sentences: list[list[tuple[str, str]]]) -> None:
         except NslmError as exc:  # a tag of valid or test that train lacks: the reader says so
             assert "does not occur in train" in str(exc)
             return
-        from nslm.data.tagged import load_tagged_corpus
+        from nslm.word_pos.tagged import load_tagged_corpus
 
         corpus = load_tagged_corpus("brown", folder)
     read = [*corpus.train.words, *corpus.valid.words, *corpus.test.words]

@@ -26,8 +26,8 @@ from nslm.errors import NslmError
 if TYPE_CHECKING:
     from nslm.data.corpus import Split
     from nslm.data.fixed_vocab import TextSplit
-    from nslm.evaluation.cache_column import CacheGrid
     from nslm.evaluation.columns import ColumnSource
+    from nslm.mixtures.cache_column import CacheGrid
     from nslm.runs.load import LoadedRun
     from nslm.scores.passes import Scorer
 
@@ -55,7 +55,7 @@ def eval_tables(
     and its scorer, whose one backbone pass per split they all share. ``texts`` replaces
     splits by name (``--text``, ``--corpus``), ``plain`` the prepared texts behind them;
     ``lambdas`` are a previous evaluation's λ. ``best`` (its cache grid) adds the NSLM-best
-    column (:mod:`nslm.evaluation.best_column`), which mixes every model column before it.
+    column (:mod:`nslm.mixtures.best_column`), which mixes every model column before it.
     """
     from nslm.atomic import write_json_atomic
     from nslm.evaluation.open_report import open_tables
@@ -77,9 +77,9 @@ def eval_tables(
         context_source = ContextSource(scorer, load_run_context(loaded, micro))
         sources.insert(0, context_source)
     if best is not None:  # after every model it mixes, before the rarity recorder that reads it
-        from nslm.evaluation.best_column import BestSource
-        from nslm.evaluation.mixture_weights import class_next_rates
         from nslm.evaluation.rarity import RarityRecorder
+        from nslm.mixtures.best_column import BestSource
+        from nslm.mixtures.mixture_weights import class_next_rates
 
         last = len(sources) - bool(sources and isinstance(sources[-1], RarityRecorder))
         rates = class_next_rates(loaded.corpus.train, len(loaded.corpus.vocab))
@@ -189,7 +189,7 @@ def eval_command(
     from nslm.ngram.counting import MAX_ORDER
 
     splits = splits or SPLITS
-    from nslm.runs.word_pos import is_word_pos_run
+    from nslm.word_pos.run import is_word_pos_run
 
     intervene = _intervention_options(paper, model_kind)
 
@@ -255,7 +255,7 @@ def _intervention_options(paper: dict[str, Any], model_kind: str) -> dict[str, A
 def _ngram_factories(order: int | None) -> list[Factory]:
     if not order:
         return []
-    from nslm.evaluation.ngram_columns import ngram_source
+    from nslm.ngram.columns import ngram_source
 
     make = ngram_source(order)
     return [lambda loaded, _scorer: make(loaded)]
@@ -275,9 +275,9 @@ def _eval_heads(
     text (``plain``) also gets its tokenization-free figures under ``"text"``. A byte LM
     with ``intervene`` (--ablate, --clamp, --steer) is scored so: RUN/eval-intervened.json."""
     from nslm.atomic import write_json_atomic
+    from nslm.byte_lm.intervention import set_intervention
     from nslm.cli.intervention_options import intervention_of, wants_intervention
     from nslm.evaluation.text_scores import render_text_figures, text_figures
-    from nslm.models.intervention import set_intervention
     from nslm.runs.open import open_run
     from nslm.scores.passes import head_of
     from nslm.scores.spelling import fit_spelling
@@ -288,7 +288,7 @@ def _eval_heads(
         set_intervention(loaded.model, intervention_of(loaded, intervene))
     ngram = None
     if ngram_order:
-        from nslm.evaluation.ngram_columns import ngram_global, ngram_source
+        from nslm.ngram.columns import ngram_global, ngram_source
 
         ngram = ngram_source(ngram_order, with_nslm=False)(loaded)
     scorer = loaded.scorer()
@@ -324,7 +324,7 @@ def _eval_heads(
 def _eval_word_pos(run: Path, splits: Sequence[str], out: Path | None) -> None:
     """The comparison table of a word+POS run (docs/word-pos.md); RUN/eval.json."""
     from nslm.atomic import write_json_atomic
-    from nslm.evaluation.word_pos import evaluate_word_pos, render_word_pos
+    from nslm.word_pos.evaluation import evaluate_word_pos, render_word_pos
 
     click.echo(f"eval: scoring {', '.join(splits)} (gold and own tag histories) …", err=True)
     results = evaluate_word_pos(run, tuple(splits))

@@ -118,9 +118,9 @@ class PaperExtras:
         best: bool = False,
         by_rarity: bool = False,
     ) -> None:
-        from nslm.evaluation.best_column import BEST_GRID
-        from nslm.evaluation.cache_column import CacheGrid
-        from nslm.models.char_rnn import CharRNNConfig
+        from nslm.mixtures.best_column import BEST_GRID
+        from nslm.mixtures.cache_column import CacheGrid
+        from nslm.mixtures.char_rnn import CharRNNConfig
 
         given = {
             "--cache-window": cache_window,
@@ -163,7 +163,7 @@ class PaperExtras:
         return self.cache or self.best
 
     def _crnn(self, loaded, scorer):
-        from nslm.evaluation.crnn_column import CRNNSource
+        from nslm.mixtures.crnn_column import CRNNSource
 
         directory = self.crnn_dir or Path(loaded.run_dir) / "crnn"
 
@@ -173,7 +173,7 @@ class PaperExtras:
         return CRNNSource(scorer, loaded.corpus, directory, self.crnn_config, progress)
 
     def _cache(self, loaded, scorer):
-        from nslm.evaluation.cache_column import CacheSource
+        from nslm.mixtures.cache_column import CacheSource
 
         return CacheSource(scorer, self.grid)
 

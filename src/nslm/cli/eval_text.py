@@ -81,7 +81,7 @@ def _byte_splits(
     text_file: Path | None, corpus_dir: str | None, splits: Sequence[str]
 ) -> tuple[dict[str, Split], tuple[str, ...], None]:
     """A byte LM reads any file as its bytes (UTF-8 or not), one article per line."""
-    from nslm.data.bytes import DIR_PREFIX, byte_split, prepare_byte_corpus
+    from nslm.byte_lm.data import DIR_PREFIX, byte_split, prepare_byte_corpus
     from nslm.data.textfile import read_bytes
 
     if corpus_dir is not None:

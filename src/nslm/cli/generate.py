@@ -20,9 +20,9 @@ from nslm.cli.options import (
 )
 from nslm.data.text import prompt_line, text_form_of, to_plain
 from nslm.errors import NslmError
-from nslm.generation.ngram import generate_ngram
 from nslm.generation.predict_text import printable
 from nslm.generation.sampling import Sampler, SamplingConfig
+from nslm.ngram.generation import generate_ngram
 
 if TYPE_CHECKING:
     from nslm.runs.open import OpenRun
@@ -123,7 +123,7 @@ def generate_command(
         return
     if wants_intervention(intervene):
         raise NslmError("--ablate, --clamp and --steer need a byte-LM run (docs/probes.md)")
-    from nslm.runs.word_pos import is_word_pos_run
+    from nslm.word_pos.run import is_word_pos_run
 
     if is_word_pos_run(run):
         if neuron is not None or html_out is not None or head or show_classes:
@@ -243,10 +243,10 @@ def _generate_bytes(
     import sys
 
     from nslm.atomic import write_bytes_atomic
+    from nslm.byte_lm.colour import ansi, html_page, neuron_values
+    from nslm.byte_lm.generation import generate_bytes, text_cells
+    from nslm.byte_lm.intervention import intervening
     from nslm.cli.intervention_options import intervention_of
-    from nslm.generation.bytes import generate_bytes, text_cells
-    from nslm.generation.colour import ansi, html_page, neuron_values
-    from nslm.models.intervention import intervening
     from nslm.runs.load import load_run
 
     if html_out is not None and neuron is None:
@@ -272,8 +272,8 @@ def _generate_bytes(
 
 def _generate_word_pos(run: Path, prompt: str, max_tokens: int, sampler: Sampler) -> None:
     """Print the prompt and the sampled continuation as word/TAG, a sentence a line."""
-    from nslm.generation.word_pos import generate_word_pos
-    from nslm.runs.word_pos import load_word_pos_run
+    from nslm.word_pos.generation import generate_word_pos
+    from nslm.word_pos.run import load_word_pos_run
 
     given, generated = generate_word_pos(load_word_pos_run(run), prompt, max_tokens, sampler)
     lines: list[list[str]] = [[]]

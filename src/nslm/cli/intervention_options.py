@@ -1,7 +1,7 @@
 """``--ablate``, ``--ablate-mode``, ``--clamp``, ``--steer``, ``--steer-at``, ``--steer-scale``:
 one spelling on every command that runs a byte LM (probe, eval, generate; the explorer
-takes the same names as query parameters). What they do: :mod:`nslm.models.intervention`;
-how the names become an intervention: :mod:`nslm.generation.steering`; docs/probes.md.
+takes the same names as query parameters). What they do: :mod:`nslm.byte_lm.intervention`;
+how the names become an intervention: :mod:`nslm.byte_lm.steering`; docs/probes.md.
 """
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ from nslm.errors import NslmError
 
 
 def _units(value):
-    from nslm.generation.steering import parse_units  # torch only when a command runs
+    from nslm.byte_lm.steering import parse_units  # torch only when a command runs
 
     return parse_units(value)
 
 
 def _clamp(value):
-    from nslm.generation.steering import parse_clamp
+    from nslm.byte_lm.steering import parse_clamp
 
     return parse_clamp(value)
 
 
 def _parsed(parse: Callable) -> Callable:
-    """A click callback through one of :mod:`nslm.generation.steering`'s parsers (the
+    """A click callback through one of :mod:`nslm.byte_lm.steering`'s parsers (the
     explorer reads its fields with the same ones)."""
 
     def callback(ctx: click.Context, param: click.Parameter, value: Any):
@@ -44,7 +44,7 @@ INTERVENTION_KEYS = ("ablate", "ablate_mode", "clamp", "steer", "steer_at", "ste
 
 
 def intervention_options(command: Callable) -> Callable:
-    """The byte LM changed at every step while it runs (nslm.models.intervention)."""
+    """The byte LM changed at every step while it runs (nslm.byte_lm.intervention)."""
     for option in reversed(
         [
             click.option(
@@ -98,7 +98,7 @@ def intervention_options(command: Callable) -> Callable:
 
 def intervention_of(loaded: Any, options: dict[str, Any]):
     """The Intervention the options ask for on ``loaded`` (a byte LM), or None."""
-    from nslm.generation.steering import build_intervention
+    from nslm.byte_lm.steering import build_intervention
 
     opts = {k: options[k] for k in INTERVENTION_KEYS}
     if opts["steer"] is None and (opts["steer_at"] or opts["steer_scale"] != 1.0):

@@ -227,7 +227,7 @@ def _fit_run(
             click.echo(f"  open micro-model <{name}>  ({elapsed:.0f} s)", err=True)
 
         models = fit_run_open(loaded, load_run_micro(loaded), fitting)
-        written = write_run_open(loaded.run_dir, models)
+        written = write_run_open(loaded, models)
         click.echo(f"wrote {written} ({time.perf_counter() - start:.0f} s)")
 
 

@@ -234,8 +234,8 @@ def run_argument(required: bool = True):
 
 def is_byte_run(run: Path) -> bool:
     """Whether RUN is a training run of a byte LM (its config names a byte corpus)."""
+    from nslm.byte_lm.data import is_byte_corpus
     from nslm.config import read_config_json
-    from nslm.data.bytes import is_byte_corpus
 
     saved = Path(run) / "config.json"
     if not saved.is_file():

@@ -34,7 +34,7 @@ def _load(run: Path, intervene: dict[str, Any]):
     """The byte LM of ``run``, through the one front door to a run (threads set as it
     trained; no micro-models: a byte LM has none), with the units --ablate, --clamp and
     --steer name changed at every step: the probes then read the intervened model."""
-    from nslm.models.intervention import set_intervention
+    from nslm.byte_lm.intervention import set_intervention
     from nslm.runs.open import open_run
 
     loaded = open_run(run, micro="none", byte_lm="nslm probe").loaded
@@ -135,7 +135,7 @@ def sentiment_command(
     feature best on dev is the headline. Beside them: TF-IDF + logistic regression and the
     majority class, on the same splits.
     """
-    from nslm.probes import pipeline
+    from nslm.byte_lm.probes import pipeline
 
     if dataset == "imdb" and last_bytes is None:
         last_bytes = pipeline.DEFAULT_IMDB_LAST_BYTES
@@ -246,8 +246,8 @@ def pos_command(
     with each tag's top 1, 2, 3 neurons by |weight|; per tag, the same for its classifier
     alone (tag vs rest).
     """
-    from nslm.probes import pipeline
-    from nslm.probes.pos import POS_C
+    from nslm.byte_lm.probes import pipeline
+    from nslm.byte_lm.probes.pos import POS_C
 
     groupings = ("grouped", "ungrouped") if grouping == "both" else (grouping,)
     C = POS_C if C is None else C

@@ -179,7 +179,7 @@ def train_command(
 
         click.echo(json_text({"run_dir": str(target), **results}))
         if results.get("pos_model"):  # a word+POS run: its comparison table too
-            from nslm.evaluation.word_pos import render_word_pos, results_by_split
+            from nslm.word_pos.evaluation import render_word_pos, results_by_split
 
             click.echo(render_word_pos(results_by_split(results)))
 

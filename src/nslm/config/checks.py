@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nslm.data.bytes import is_byte_corpus
+from nslm.byte_lm.data import is_byte_corpus
 from nslm.data.tagging import CLASS_CHOICES
 from nslm.errors import NslmError
 
 if TYPE_CHECKING:
     from nslm.config.train import TrainConfig
 
-# Spithourakis & Riedel (2018)'s numeral models (models/numerals.py; docs/numerals.md)
+# Spithourakis & Riedel (2018)'s numeral models (numerals/model.py; docs/numerals.md)
 NUMERAL_MODELS = (
     "softmax",
     "softmax+rnn",
@@ -62,7 +62,7 @@ def validate(cfg: TrainConfig) -> None:
 
 
 def is_tagged_corpus(name: str) -> bool:
-    """A POS-tagged corpus, which the word+POS models read (data/tagged.py)."""
+    """A POS-tagged corpus, which the word+POS models read (word_pos/tagged.py)."""
     return name in ("brown", "ewt") or name.startswith("tagged:")
 
 

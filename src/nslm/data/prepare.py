@@ -21,7 +21,6 @@ import numpy as np
 
 from nslm.atomic import pid_alive
 from nslm.data import conversions, custom, numbers, places, tagging, units, vocab
-from nslm.data.bytes import is_byte_corpus, prepare_byte_corpus
 from nslm.data.conversions import learn_unit_map, plausible_conversions, unit_map_json
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.custom import ClassRule
@@ -70,8 +69,12 @@ def prepare_corpus(
     ``class_rules`` add user-defined classes (a name and a token regex) after the built-in
     ones; see :mod:`nslm.data.custom`. ``download=False`` fails at once (one line) when a
     known corpus is not on disk, instead of fetching it. A byte corpus (``imdb-bytes``,
-    ``bytes:DIR``; :mod:`nslm.data.bytes`) has no classes and is read afresh each time.
+    ``bytes:DIR``; :mod:`nslm.byte_lm.data`) has no classes and is read afresh each time.
     """
+    # the byte LM's corpora are its package's (imported here: nslm.byte_lm.data reads
+    # nslm.data's modules, which this package's __init__ loads)
+    from nslm.byte_lm.data import is_byte_corpus, prepare_byte_corpus
+
     if is_byte_corpus(name_or_path):  # bytes: nothing to tag, nothing to cache
         return prepare_byte_corpus(name_or_path)
     rules = tuple(class_rules)

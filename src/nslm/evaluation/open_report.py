@@ -21,7 +21,7 @@ import numpy as np
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.fixed_vocab import TextSplit
 from nslm.evaluation.open_tables import open_rows, render_open_table, row_masks
-from nslm.evaluation.open_vocab import OpenScores, open_scores
+from nslm.evaluation.open_vocab import OpenScores, gate_states, open_scores
 from nslm.evaluation.tables import TABLES, table_classes, tables_for
 from nslm.micro.open_set import OpenMicroModel
 from nslm.scores.mixture import tune_lambda
@@ -45,17 +45,20 @@ class OpenEvaluation:
     splits: dict[str, Split]
     open_models: dict[str, OpenMicroModel]
     class_names: Sequence[str]
+    scorer: Scorer
 
     def escapes(self, text: str = "valid") -> dict[str, float]:
         """Per open class, the mean probability that its next member is new, over the class's
         tokens of ``text`` (the open micro-model's own answer, no escape parameter)."""
         split = self.splits[text]
+        states = gate_states(self.scorer, split, self.open_models)
         out = {}
         for name, om in self.open_models.items():
             positions = np.flatnonzero(split.rule_class_ids == self.class_names.index(name))
             if len(positions):
                 ctx = om.cls.context(split, positions, om.micro.context)
-                out[name] = float(np.exp(om.log_new_mass(ctx)).mean())
+                H = states.at(positions) if om.needs_features else None
+                out[name] = float(np.exp(om.log_new_mass(ctx, H)).mean())
         return out
 
     def lambdas(self, row: str, valid: str = "valid") -> dict[str, float]:
@@ -103,7 +106,7 @@ def evaluate_open(
         for name, t in texts.items()
     }
     splits = {name: t.split for name, t in texts.items()}
-    return OpenEvaluation(scores, splits, open_models, class_names)
+    return OpenEvaluation(scores, splits, open_models, class_names, scorer)
 
 
 def open_tables(

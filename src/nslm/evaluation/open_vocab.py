@@ -118,17 +118,46 @@ def open_scores(
     spell = np.full(len(split), np.nan)
     spell[oov] = spelling.log_prob_outside([strings[i] for i in np.flatnonzero(oov)])
     closed = scorer.nslm(split, micro)
+    states = gate_states(scorer, split, open_models)
     return OpenScores(
         closed=closed,
-        open_known=_open_known(split, strings, open_models, closed, micro),
-        route=open_routes(scorer, split, strings, open_models, class_names),
+        open_known=_open_known(states, split, strings, open_models, closed, micro),
+        route=open_routes(scorer, split, strings, open_models, class_names, states),
         spell=spell,
         oov=oov,
         n_oov_types=oov_type_count(strings, oov),
     )
 
 
+class GateStates:
+    """The LM's states at the positions of a text that gated open models read, from one
+    backbone pass: ``at(positions)`` gives their rows."""
+
+    def __init__(self, positions: np.ndarray, features) -> None:
+        self.positions, self.features = positions, features
+
+    def at(self, positions: np.ndarray):
+        rows = np.searchsorted(self.positions, positions)
+        found = rows < len(self.positions)
+        if not found.all() or (self.positions[rows[found]] != positions[found]).any():
+            raise ValueError("a position without a kept LM state")
+        return self.features[rows]
+
+
+def gate_states(scorer: Scorer, split: Split, models: dict[str, OpenMicroModel]) -> GateStates:
+    """States at every token of a gated open model's class (by rule, in or out of the
+    vocabulary): one pass for all of them."""
+    mask = np.zeros(len(split), dtype=bool)
+    for om in models.values():
+        if om.needs_features:
+            mask |= om.cls.context_mask(split, "class")
+    positions = np.flatnonzero(mask)
+    features = scorer.features_at(split, positions) if len(positions) else None
+    return GateStates(positions, features)
+
+
 def _open_known(
+    states: GateStates,
     split: Split,
     strings: list[str],
     models: dict[str, OpenMicroModel],
@@ -136,21 +165,23 @@ def _open_known(
     micro: dict,
 ) -> np.ndarray:
     """log P(w | c) of NSLM-open at the in-vocabulary tokens of each open class: the open
-    micro-model's P_open over plain micro-models; over context-aware ones (which read the
-    LM's state, as the open micro-model does not) their P_MM scaled by 1 − P_open(new | c,
-    ctx), so the class still spends on its new members what the open model would."""
+    micro-model's P_open over plain micro-models; over context-aware ones their P_MM scaled by
+    1 − P_open(new | c, ctx), so the class still spends on its new members what the open model
+    would. An open model gated by the LM's state reads it at each position."""
     out = np.full(len(split), np.nan)
     for name, om in models.items():
         positions, _ = om.cls.positions(split)
         if not len(positions):
             continue
         ctx = om.cls.context(split, positions, om.micro.context)
+        H = states.at(positions) if om.needs_features else None
+        cache = om.text_cache(split, strings, positions)
         if micro.get(name) is not None and micro[name].needs_features:
-            new = om.log_new_mass(ctx)
+            new = om.log_new_mass(ctx, H, cache)
             with np.errstate(divide="ignore"):
                 out[positions] = closed.micro[positions] + np.log(-np.expm1(new))
         else:
-            out[positions] = om.log_prob([strings[p] for p in positions], ctx)
+            out[positions] = om.log_prob([strings[p] for p in positions], ctx, H, cache)
     return out
 
 
@@ -160,9 +191,11 @@ def open_routes(
     strings: Sequence[str],
     models: dict[str, OpenMicroModel],
     class_names: Sequence[str],
+    states: GateStates | None = None,
 ) -> np.ndarray:
     """log P(c | h) + log P_open(s | c, ctx) at the out-of-vocabulary tokens of every class
-    with an open model, NaN elsewhere, −inf for a string outside the class's open set.
+    with an open model, NaN elsewhere, −inf for a string outside the class's open set;
+    ``states``: the LM's states a gated open model reads (:func:`gate_states`).
 
     P(c | h) is the run's top level at those positions: the split is scored once more with
     the rules' classes kept where the token is ``<unk>`` (``unk_id = -1`` keeps them)."""
@@ -176,5 +209,8 @@ def open_routes(
         pos = np.flatnonzero(rows & (split.rule_class_ids == cid))
         if len(pos):
             ctx = om.cls.context(split, pos, om.micro.context)
-            out[pos] = top[pos] + om.log_prob([strings[p] for p in pos], ctx)
+            states = states or gate_states(scorer, split, models)
+            H = states.at(pos) if om.needs_features else None
+            cache = om.text_cache(split, list(strings), pos)
+            out[pos] = top[pos] + om.log_prob([strings[p] for p in pos], ctx, H, cache)
     return out

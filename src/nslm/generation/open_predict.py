@@ -53,8 +53,16 @@ def open_predict_many(
         name: om.cls.context(batch.split, batch.slots, om.micro.context)
         for name, om in open_models.items()
     }
+    # the prompt's own tokens as written, aligned with the batch's split (each prompt, then
+    # its slot): a new member the prompt named is in its class's cache
+    text = [t for tokens in batch.tokens for t in (*tokens, "")]
+    caches = {
+        name: om.text_cache(batch.split, text, batch.slots) for name, om in open_models.items()
+    }
     for name, om in open_models.items():
-        rows[name] = om.log_prob_known(contexts[name])[0]  # P_open over V_c, not P_MM
+        # P_open over V_c, not P_MM
+        states = last if om.needs_features else None
+        rows[name] = om.log_prob_known(contexts[name], states, caches[name])
     # the open class's own (plain) micro-model: V_c and the label come from the model
     # whose rows these are
     models = {**micro, **{name: om.micro for name, om in open_models.items()}}
@@ -69,7 +77,8 @@ def open_predict_many(
         if c not in full.within:  # a class the LM never tags has no P(c | h)
             continue
         ids, log_known = full.within[c]
-        for row, best in enumerate(om.top_new(contexts[name], k)):
+        states = last if om.needs_features else None
+        for row, best in enumerate(om.top_new(contexts[name], k, states, caches[name])):
             tag = float(full.tag[row, c])
             if np.isfinite(keep):
                 new_per_row[row] += [(tag + keep + lp, s, name) for s, lp in best]

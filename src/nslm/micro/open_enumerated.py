@@ -20,8 +20,9 @@ import numpy as np
 
 from nslm.data.places import PLACE_CLASSES, chunk_token, load_gazetteer
 from nslm.micro.classdata import Candidates, ClassData, precision_step
+from nslm.micro.gated import RESTRICTIONS
 from nslm.micro.history import Context
-from nslm.micro.logspace import logit, logsumexp, sigmoid
+from nslm.micro.logspace import log_normalise, logit, logsumexp, sigmoid
 from nslm.micro.model import MicroModel, metric_matrix, normalised_log_pdf
 from nslm.micro.value_density import LogMixture
 
@@ -146,6 +147,34 @@ class EnumeratedBase:
         """log v over the whole of O_c (B, |O|)."""
         pdf, ok = self._pdf_part(ctx)
         return self._mix(pdf, ok, self._log_prior())
+
+    def log_v_restricted(self, ctx: Context, keeps: tuple[str, ...]) -> list[np.ndarray]:
+        """[log v, then log v restricted to the members whose metric against the context
+        passes each test of ``keeps`` (:data:`nslm.micro.gated.RESTRICTIONS`: later, earlier,
+        other than the previous value or place), renormalised over O_c]: each (B, |O|) and
+        a distribution over O_c. A row without context, or where no member passes, keeps v."""
+        full = self.log_v_all(ctx)
+        out = [full]
+        for passes in self.restriction_masks(ctx, keeps):
+            with np.errstate(invalid="ignore"):  # a row with no member left keeps v
+                out.append(log_normalise(np.where(passes, full, -np.inf), axis=1))
+        return out
+
+    def restriction_masks(self, ctx: Context, keeps: tuple[str, ...]) -> list[np.ndarray]:
+        """Per test of ``keeps``, (B, |O|): which members pass it at each row; every member
+        at a row without context or where none passes."""
+        ok = self.micro.metric.available(ctx) if self.informative else np.zeros(len(ctx), bool)
+        rows = np.flatnonzero(ok)
+        m = metric_matrix(self.micro.metric, self.members, ctx.rows(rows)) if len(rows) else None
+        out = []
+        for keep in keeps:
+            mask = np.ones((len(ctx), len(self.strings)), dtype=bool)
+            if m is not None:
+                passes = RESTRICTIONS[keep](m)
+                some = passes.any(axis=1)
+                mask[rows[some]] = passes[some]
+            out.append(mask)
+        return out
 
     def log_v_strings(self, strings: list[str], ctx: Context) -> np.ndarray:
         where = np.array([self.index.get(s, -1) for s in strings], dtype=np.int64)

@@ -24,10 +24,27 @@ mixed with a value model of every spelling (:mod:`nslm.micro.open_values`).
 a, b and the base's mixing weights are fitted by deleted estimation (Jelinek & Mercer 1980):
 the training articles in two halves, the counts from one half, the likelihood of the other
 half's class tokens, some of which that half has not seen; then both ways round. No grid.
+
+**Read by the LM's state** (where O_c is listed and the class's metric compares a member with
+the context: years, days, places): the open model's parts restricted to the members later
+than, earlier than, or other than the previous one (each renormalised over O_c, each with the
+same known weight), mixed by a gate on the LM's hidden state h (:mod:`nslm.micro.gated`):
+
+    P_open(w | c, ctx, h) = Σ_k g_k(h) · v_k(w | ctx) · e^{γ(w)} / Z_k(ctx)
+
+so "began in 2027 and ended in" can put its mass on the years after 2027, all of them new,
+where the whole difference PDF would put it on 2027 itself. The gate is fitted on the class's
+train positions (the LM frozen), its L2 weight on valid, and kept only where it beats the
+ungated model on valid (:meth:`OpenMicroModel.fit_gate`).
+
+**A cache of the new members the text has named** (:mod:`nslm.micro.open_cache`): every
+scoring call takes the text's cache at its rows (``cache``), mixed in with a weight fitted by
+deleted estimation beside a and b; without one (a prompt, a sample) the weight is zero.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,12 +52,19 @@ import numpy as np
 from scipy.optimize import minimize
 
 from nslm.data.corpus import Split
+from nslm.errors import NslmError
+from nslm.micro.gated import RESTRICTIONS, GatedMixture, as_rows, compares_with_context
 from nslm.micro.history import Context
 from nslm.micro.logspace import log1mexp, logsumexp
 from nslm.micro.model import MicroModel
 from nslm.micro.open_bases import Base, make_base
+from nslm.micro.open_cache import CacheWeight, TextCache, split_cache, text_cache
+from nslm.micro.open_enumerated import EnumeratedBase
 
 ROWS_PER_HALF = 400  # held-out class tokens per half that the deleted estimation reads
+CACHE_ROWS_PER_HALF = 2_000  # held-out class tokens with a non-empty cache, per half
+GATED_PARTS = ("whole", *RESTRICTIONS)  # the gate's components: v, then v restricted
+CHUNK_ROWS = 2_000  # rows of a (rows, |O_c|) matrix at a time while the gate is fitted
 
 
 @dataclass
@@ -69,12 +93,22 @@ def log_open(log_v_known: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np
 class OpenMicroModel:
     """P_open(w | c, ctx) of one class (module docstring): ``fit(train)``, then score any string."""
 
-    def __init__(self, micro: MicroModel, base: Base, weight: KnownWeight, how: str = "") -> None:
+    def __init__(
+        self,
+        micro: MicroModel,
+        base: Base,
+        weight: KnownWeight,
+        how: str = "",
+        gate: GatedMixture | None = None,
+        cache_weight: CacheWeight | None = None,
+    ) -> None:
         self.micro = micro
         self.cls = micro.cls
         self.base = base
         self.weight = weight
         self.how = how
+        self.gate = gate
+        self.cache_weight = cache_weight or CacheWeight()
         counts = self.cls.candidates.counts
         with np.errstate(divide="ignore"):
             self.log_freq = np.log(counts) - np.log(max(counts.sum(), 1.0))
@@ -118,23 +152,200 @@ class OpenMicroModel:
         start = np.array([0.0, 0.0, *base.free_start()])
         result = minimize(loss, start, method="L-BFGS-B", options={"maxiter": 60})
         fitted = base.with_free(result.x[2:])
+        weight = KnownWeight(float(result.x[0]), float(result.x[1]))
+        cache_weight, cache_how = fit_cache_weight(
+            fitted, weight, train, (positions, index, halves), freqs, ctx, rng
+        )
         how = (
             f"deleted estimation on the two halves of the training articles "
             f"({sum(map(len, rows)):,} held-out tokens, L-BFGS): "
-            f"held-out log-likelihood {-result.fun:.4f} a token"
+            f"held-out log-likelihood {-result.fun:.4f} a token; {cache_how}"
         )
-        return cls(micro, fitted, KnownWeight(float(result.x[0]), float(result.x[1])), how)
+        return cls(micro, fitted, weight, how, cache_weight=cache_weight)
+
+    # -- the gate on the LM's state --------------------------------------------------------
+
+    @property
+    def needs_features(self) -> bool:
+        """Whether scoring reads the LM's hidden state (a fitted gate)."""
+        return self.gate is not None
+
+    @property
+    def gateable(self) -> bool:
+        """Whether the class can have a gate: O_c listed, a metric against the context."""
+        return (
+            isinstance(self.base, EnumeratedBase)
+            and self.base.informative
+            and compares_with_context(self.micro)
+        )
+
+    def _gamma_members(self) -> np.ndarray:
+        """γ over the whole of O_c: the known weight on V_c's columns, 0 elsewhere."""
+        gamma = self.weight.gamma(self.log_freq)
+        out = np.zeros(len(self.base.strings))
+        out[self.base.vc_columns] = np.where(np.isfinite(gamma), gamma, 0.0)
+        return out
+
+    def part_log_probs(self, ctx: Context, cache: TextCache | None = None) -> np.ndarray:
+        """(B, K, |O_c|): each gated part's distribution over the whole open set (module
+        docstring), with the text's cache restricted as the part is: "after 2027" keeps the
+        cached years after 2027 only, so a part the gate picks is never undone by the cache."""
+        gamma = self.weight.gamma(self.log_freq)
+        boost = self._gamma_members()
+        masks = [None, *self.base.restriction_masks(ctx, GATED_PARTS[1:])]
+        counts = self._cache_counts(cache, len(ctx))
+        log_k, log_rest = self._kappa(cache, len(ctx))
+        out = []
+        for log_v, mask in zip(
+            self.base.log_v_restricted(ctx, GATED_PARTS[1:]), masks, strict=True
+        ):
+            _, log_z = log_open(log_v[:, self.base.vc_columns], gamma)
+            part = log_v + boost - log_z[:, None]
+            if counts is not None:
+                kept = counts if mask is None else np.where(mask, counts, 0.0)
+                total = kept.sum(axis=1)
+                some = total > 0
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    share = np.log(kept) - np.log(np.where(some, total, 1.0))[:, None]
+                mixed = np.logaddexp(log_rest[:, None] + part, log_k[:, None] + share)
+                part = np.where(some[:, None], mixed, part)
+            out.append(part)
+        return np.stack(out, axis=1)
+
+    def _cache_counts(self, cache: TextCache | None, n: int) -> np.ndarray | None:
+        """(B, |O_c|): the cache's counts over the listed members (None: no cache)."""
+        if cache is None:
+            return None
+        if len(cache) != n:
+            raise NslmError(f"<{self.cls.name}>: a cache of {len(cache)} rows for {n} rows")
+        out = np.zeros((n, len(self.base.strings)))
+        for i, counts in enumerate(cache.counts):
+            for s, c in counts.items():
+                j = self.base.index.get(s)
+                if j is not None:
+                    out[i, j] = c
+        return out
+
+    def _states(self, H: Any, n: int) -> np.ndarray:
+        if H is None:
+            raise NslmError(f"<{self.cls.name}>'s open micro-model reads the LM's states")
+        rows = as_rows(H)
+        if len(rows) != n:
+            raise NslmError(f"<{self.cls.name}>: {len(rows)} LM states for {n} rows")
+        return rows
+
+    def log_prob_members(
+        self, ctx: Context, H: Any = None, cache: TextCache | None = None
+    ) -> np.ndarray:
+        """(B, |O_c|) log P over every member of a listed O_c, in ``base.strings`` order."""
+        if self.gate is not None:  # the cache is inside each part
+            parts = self.part_log_probs(ctx, cache)
+            return self.gate.log_prob(self._states(H, len(ctx)), parts)
+        out = self._members_open(ctx, H)
+        if cache is None:
+            return out
+        log_k, log_rest = self._kappa(cache, len(ctx))
+        out = out + log_rest[:, None]
+        for i, counts in enumerate(cache.counts):
+            for s in counts:
+                j = self.base.index.get(s)
+                if j is not None:
+                    out[i, j] = np.logaddexp(out[i, j], log_k[i] + np.log(cache.share(i, s)))
+        return out
+
+    def _members_open(self, ctx: Context, H: Any = None) -> np.ndarray:
+        if self.gate is None:
+            log_v = self.base.log_v_all(ctx)
+            _, log_z = self._known_and_z(ctx)
+            return log_v + self._gamma_members() - log_z[:, None]
+        return self.gate.log_prob(self._states(H, len(ctx)), self.part_log_probs(ctx))
+
+    def fit_gate(self, train: Split, H_train: Any, valid: Split, H_valid: Any) -> bool:
+        """Fit the gate on the class's train positions (``H_*``: the LM's states there, in
+        order), its L2 weight on valid; keep it only where it beats the ungated model on
+        valid. True when kept. The open model's own parameters stay as fitted."""
+        if not self.gateable:
+            return False
+        L, Lv = self._part_targets(train), self._part_targets(valid)
+        if not len(L) or not len(Lv):
+            return False
+        gate = GatedMixture(len(GATED_PARTS), as_rows(H_train).shape[1])
+        gate.fit(as_rows(H_train), L, as_rows(H_valid), Lv)
+        self.gate_valid_nll = {"ungated": float(-Lv[:, 0].mean()), "gated": gate.valid_nll_}
+        self.gate = gate if gate.valid_nll_ < self.gate_valid_nll["ungated"] else None
+        return self.gate is not None
+
+    def _part_targets(self, split: Split) -> np.ndarray:
+        """(N, K): each part's log P_open of the target at the class's positions of a split."""
+        positions, index = self.cls.positions(split)
+        ctx = self.cls.context(split, positions, self.micro.context)
+        columns = self.base.vc_columns[index]
+        out = np.empty((len(positions), len(GATED_PARTS)))
+        for a in range(0, len(positions), CHUNK_ROWS):
+            at = np.arange(a, min(a + CHUNK_ROWS, len(positions)))
+            parts = self.part_log_probs(ctx.rows(at))
+            out[at] = parts[np.arange(len(at)), :, columns[at]]
+        return out
 
     # -- scoring ---------------------------------------------------------------------------
 
-    def log_prob_known(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:
-        """(log P_open over V_c (B, K), log Z (B,))."""
+    def _known_and_z(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+        """(log P_open over V_c (B, K), log Z (B,)) of the ungated model."""
         log_v = self.base.mix(self.base.components(ctx))
         return log_open(log_v, self.weight.gamma(self.log_freq))
 
-    def log_prob(self, strings: list[str], ctx: Context) -> np.ndarray:
-        """log P_open(w | c, ctx) of the string of each row: in V_c or not; −inf outside O_c."""
-        known, log_z = self.log_prob_known(ctx)
+    def text_cache(self, split: Split, strings: list[str], queries: np.ndarray) -> TextCache:
+        """The cache at ``queries`` of a scored text: the class's tokens (by rule) before
+        each that are outside V_c, ``strings`` the text's tokens as written."""
+        mask = self.cls.context_mask(split, "class")
+        return split_cache(split, strings, mask, self.known, queries)
+
+    def _kappa(self, cache: TextCache | None, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(log κ, log (1 − κ)) of the cache at each of n rows (no cache: −inf, 0)."""
+        if cache is None:
+            return np.full(n, -np.inf), np.zeros(n)
+        if len(cache) != n:
+            raise NslmError(f"<{self.cls.name}>: a cache of {len(cache)} rows for {n} rows")
+        return self.cache_weight.log_kappa(cache)
+
+    def _with_cache(
+        self, log_p: np.ndarray, strings: list[str], cache: TextCache | None
+    ) -> np.ndarray:
+        """log ((1 − κ) · P_open + κ · n_t(w) / n_t) of each row's string (module docstring)."""
+        log_k, log_rest = self._kappa(cache, len(strings))
+        if cache is None:
+            return log_p
+        share = np.array([cache.share(i, s) for i, s in enumerate(strings)])
+        with np.errstate(divide="ignore"):
+            return np.logaddexp(log_rest + log_p, log_k + np.log(share))
+
+    def log_prob_known(
+        self, ctx: Context, H: Any = None, cache: TextCache | None = None
+    ) -> np.ndarray:
+        """(B, |V_c|): log P over V_c; ``H`` the rows' LM states where the model is gated,
+        ``cache`` the text's new members before each row (which V_c's members never are)."""
+        if self.gate is not None:
+            return self.log_prob_members(ctx, H, cache)[:, self.base.vc_columns]
+        return self._known_and_z(ctx)[0] + self._kappa(cache, len(ctx))[1][:, None]
+
+    def log_prob(
+        self, strings: list[str], ctx: Context, H: Any = None, cache: TextCache | None = None
+    ) -> np.ndarray:
+        """log P(w | c, ctx) of the string of each row: in V_c or not; −inf outside O_c."""
+        if self.gate is not None:
+            members = self.log_prob_members(ctx, H, cache)
+            where = np.array([self.base.index.get(s, -1) for s in strings], dtype=np.int64)
+            picked = members[np.arange(len(strings)), np.maximum(where, 0)]
+            return np.where(where >= 0, picked, -np.inf)
+        return self._with_cache(self._log_prob_open(strings, ctx, H), strings, cache)
+
+    def _log_prob_open(self, strings: list[str], ctx: Context, H: Any = None) -> np.ndarray:
+        if self.gate is not None:
+            members = self.log_prob_members(ctx, H)
+            where = np.array([self.base.index.get(s, -1) for s in strings], dtype=np.int64)
+            picked = members[np.arange(len(strings)), np.maximum(where, 0)]
+            return np.where(where >= 0, picked, -np.inf)
+        known, log_z = self._known_and_z(ctx)
         out = np.full(len(strings), -np.inf)
         index = np.array([self.known.get(s, -1) for s in strings], dtype=np.int64)
         seen = index >= 0
@@ -145,14 +356,48 @@ class OpenMicroModel:
             out[new] = log_v - log_z[new]
         return out
 
-    def log_new_mass(self, ctx: Context) -> np.ndarray:
-        """log P_open(w ∉ V_c | c, ctx) per row: the probability that the member is new."""
-        known, _ = self.log_prob_known(ctx)
+    def log_new_mass(
+        self, ctx: Context, H: Any = None, cache: TextCache | None = None
+    ) -> np.ndarray:
+        """log P(w ∉ V_c | c, ctx) per row: the probability that the member is new."""
+        known = self.log_prob_known(ctx, H, cache)
         return log1mexp(np.minimum(logsumexp(known, axis=1), 0.0))
 
-    def top_new(self, ctx: Context, k: int) -> list[list[tuple[str, float]]]:
-        """The k likeliest members outside V_c in each row, with log P_open."""
-        _, log_z = self.log_prob_known(ctx)
+    def top_new(
+        self, ctx: Context, k: int, H: Any = None, cache: TextCache | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """The k likeliest members outside V_c in each row, with their log-probability: the
+        open model's likeliest and the text's cached new members, ranked together."""
+        if self.gate is not None:
+            return self._top_new_members(self.log_prob_members(ctx, H, cache), k)
+        ranked = self._top_new_open(ctx, k, H)
+        if cache is None:
+            return ranked
+        out = []
+        for i, listed in enumerate(ranked):
+            strings = list(dict.fromkeys([s for s, _ in listed] + sorted(cache.counts[i])))
+            row = ctx.rows(np.full(len(strings), i))
+            rows_h = None if H is None else np.repeat(np.asarray(H)[i : i + 1], len(strings), 0)
+            scores = self.log_prob(strings, row, rows_h, cache.rows(np.full(len(strings), i)))
+            best = np.argsort(-scores, kind="stable")[:k]
+            out.append([(strings[j], float(scores[j])) for j in best if np.isfinite(scores[j])])
+        return out
+
+    def _top_new_members(self, members: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        """The k likeliest members outside V_c of each row of a listed O_c's (B, |O_c|)."""
+        members = members.copy()
+        members[:, self.base.vc_columns] = -np.inf
+        best = np.argsort(-members, axis=1, kind="stable")[:, :k]
+        strings = self.base.strings
+        return [
+            [(strings[j], float(row[j])) for j in cols if np.isfinite(row[j])]
+            for row, cols in zip(members, best, strict=True)
+        ]
+
+    def _top_new_open(self, ctx: Context, k: int, H: Any = None) -> list[list[tuple[str, float]]]:
+        if self.gate is not None:
+            return self._top_new_members(self.log_prob_members(ctx, H), k)
+        _, log_z = self._known_and_z(ctx)
         out = []
         for i in range(len(ctx)):
             row = ctx.rows(np.array([i]))
@@ -168,15 +413,93 @@ class OpenMicroModel:
     # -- parameters ------------------------------------------------------------------------
 
     def get_params(self) -> dict[str, Any]:
-        return {
+        """Everything but the gate's tensors (:meth:`tensors`, for safetensors)."""
+        out = {
             "class": self.cls.name,
             "known_weight": {"a": self.weight.a, "b": self.weight.b},
             "base": self.base.get_params(),
             "how": self.how,
         }
+        if self.gate is not None:
+            out["gate"] = {"parts": list(GATED_PARTS), **self.gate.get_params()}
+        if hasattr(self, "gate_valid_nll"):
+            out["gate_valid_nll"] = self.gate_valid_nll
+        out["cache_weight"] = dataclasses.asdict(self.cache_weight)
+        return out
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        return {} if self.gate is None else self.gate.tensors()
 
     @classmethod
-    def from_params(cls, params: dict[str, Any], micro: MicroModel) -> OpenMicroModel:
+    def from_params(
+        cls,
+        params: dict[str, Any],
+        micro: MicroModel,
+        tensors: dict[str, np.ndarray] | None = None,
+    ) -> OpenMicroModel:
         base = make_base(micro, None, params["base"])
         weight = KnownWeight(**params["known_weight"])
-        return cls(micro, base, weight, params.get("how", ""))
+        gate = None
+        if "gate" in params:
+            if params["gate"].get("parts") != list(GATED_PARTS) or tensors is None:
+                raise NslmError(f"<{micro.cls.name}>: the open model's gate cannot be read")
+            gate = GatedMixture.from_saved(params["gate"], tensors)
+        try:
+            cache_weight = CacheWeight(**params.get("cache_weight", {}))
+        except TypeError:
+            raise NslmError(
+                f"<{micro.cls.name}>: the open model's cache weight cannot be read; refit"
+            ) from None
+        return cls(micro, base, weight, params.get("how", ""), gate, cache_weight)
+
+
+def fit_cache_weight(
+    base: Base,
+    weight: KnownWeight,
+    train: Split,
+    class_positions: tuple[np.ndarray, np.ndarray, np.ndarray],
+    freqs: list[np.ndarray],
+    ctx: Context,
+    rng: np.random.Generator,
+) -> tuple[CacheWeight, str]:
+    """α and β of the cache (:mod:`nslm.micro.open_cache`) by deleted estimation: per half,
+    the other half's class tokens whose cache of members unseen in the counting half is not
+    empty, scored by the open model that half would have had."""
+    positions, index, halves = class_positions
+    rows: list[tuple[np.ndarray, np.ndarray, TextCache]] = []  # (log P_open, share, cache)
+    for h, log_freq in enumerate(freqs):
+        held = np.flatnonzero(halves != h)
+        unseen = ~np.isfinite(log_freq)[index]
+        cache = text_cache(index, positions, train.article_ids, unseen, positions[held])
+        some = np.flatnonzero(cache.totals > 0)
+        if len(some) > CACHE_ROWS_PER_HALF:
+            some = np.sort(rng.choice(some, CACHE_ROWS_PER_HALF, replace=False))
+        if not len(some):
+            continue
+        at = held[some]
+        log_v = base.mix(base.components(ctx.rows(at)), np.isfinite(log_freq))
+        log_p, _ = log_open(log_v, weight.gamma(log_freq))
+        target = log_p[np.arange(len(at)), index[at]]
+        share = np.array([cache.share(int(j), index[a]) for j, a in zip(some, at, strict=True)])
+        keep = np.isfinite(target) | (share > 0)
+        rows.append((target[keep], share[keep], cache.rows(some[keep])))
+    if not rows:
+        return CacheWeight(), "no held-out token had a cache of new members: no cache"
+    target = np.concatenate([r[0] for r in rows])
+    share = np.concatenate([r[1] for r in rows])
+    cache = TextCache([c for r in rows for c in r[2].counts])
+    with np.errstate(divide="ignore"):
+        log_share = np.log(share)
+
+    def loss(theta: np.ndarray) -> float:
+        log_k, log_rest = CacheWeight(*theta).log_kappa(cache)
+        return -float(np.logaddexp(log_rest + target, log_k + log_share).mean())
+
+    result = minimize(loss, np.array([-2.0, 0.0]), method="L-BFGS-B", options={"maxiter": 60})
+    fitted = CacheWeight(*(float(x) for x in result.x))
+    gain = loss(np.array([-30.0, 0.0])) - result.fun
+    how = (
+        f"cache of new members: {len(target):,} held-out tokens with one, "
+        f"κ = σ({fitted.alpha:.2f} + {fitted.beta:.2f} · log n), {gain:+.4f} nats a token"
+    )
+    return fitted, how

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
 from nslm.config import TrainConfig
 from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
-from nslm.models.numeral_vocab import NumeralSpec
-from nslm.models.numerals import attach_numeral_model
+
+if TYPE_CHECKING:
+    from nslm.numerals.vocab import NumeralSpec
 
 PARTS = ("nnlm", "hnlm", "top", "class_mass")
 
@@ -71,9 +72,12 @@ class LanguageModel(nn.Module):
                 raise ValueError("the HNLM head needs an HNLMLayout")
             words = heads["nnlm"].softmax if cfg.hnlm_top == "shared" else None
             heads["hnlm"] = HNLMHead(dim, layout, kind, cutoffs, div, words=words)
-        if "numeral" in self.head_names:  # Spithourakis & Riedel's models (models/numerals.py)
+        if "numeral" in self.head_names:  # Spithourakis & Riedel's models (numerals/model.py)
             if numerals is None:
                 raise ValueError("the numeral head needs a NumeralSpec")
+            # the numeral models are their own package, which builds on this one's heads
+            from nslm.numerals.model import attach_numeral_model
+
             heads["numeral"] = attach_numeral_model(cfg, self.backbone, numerals)
         self.heads = nn.ModuleDict({name: heads[name] for name in self.head_names})
         self.weights = {"nnlm": 1.0, "hnlm": cfg.hnlm_weight, "numeral": 1.0}

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor, nn
 
+from nslm.byte_lm.intervention import Intervention, intervened_steps
 from nslm.models.grounding import input_width, make_embedding
-from nslm.models.intervention import Intervention, intervened_steps
 
 State = tuple[Tensor, Tensor] | None
 
@@ -60,7 +60,7 @@ class LSTMBackbone(nn.Module):
                 emb_size, hidden_size, num_layers, dropout=dropout if num_layers > 1 else 0.0
             )
         self.out_dim = hidden_size
-        # ablation, clamping, steering at every step (models/intervention.py); None: none
+        # ablation, clamping, steering at every step (byte_lm/intervention.py); None: none
         self.intervention: Intervention | None = None
         # Small uniform embedding init, as in the classic Zaremba et al. recipe.
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)

@@ -11,7 +11,7 @@ A :class:`RunView` loads a run once at start-up and answers:
   model's tokens) with each generated token's piece of that text;
 - ``sample_bytes`` (byte LM): a continuation of a prime, each character with a chosen
   neuron's tanh(cell state), from the model with units ablated, clamped or steered if asked
-  (:func:`nslm.generation.steering.intervention_from_fields`);
+  (:func:`nslm.byte_lm.steering.intervention_from_fields`);
 - ``sentiment`` (byte LM with ``nslm probe sentiment``): P(positive) of the probe saved on
   SST-2 and the verdict of its single best neuron.
 
@@ -53,8 +53,8 @@ class RunView:
     """One run, loaded once; every method is safe to call from the server's threads."""
 
     def __init__(self, name: str, path: Path | str, limits: Limits | None = None) -> None:
+        from nslm.byte_lm.data import is_byte_corpus
         from nslm.config import config_from_json
-        from nslm.data.bytes import is_byte_corpus
 
         self.name, self.path, self.limits = name, Path(path), limits or Limits()
         config = self.path / "config.json"
@@ -62,7 +62,7 @@ class RunView:
             raise NslmError(f"{self.path} is not a run directory (no config.json)")
         cfg = config_from_json(config.read_text(encoding="utf-8"))
         if cfg.model == "word-pos":
-            from nslm.runs.word_pos import load_word_pos_run
+            from nslm.word_pos.run import load_word_pos_run
 
             self.kind, self.loaded, self.micro = "word-pos", load_word_pos_run(self.path), {}
             self.form = "whitespace"  # its words are read and written as they are
@@ -177,7 +177,7 @@ class RunView:
         sampler = Sampler(sampling, seed=seed)
         with self._lock:
             if self.kind == "byte":
-                from nslm.generation.bytes import generate_bytes
+                from nslm.byte_lm.generation import generate_bytes
 
                 data = generate_bytes(self.loaded, prompt.encode("utf-8"), max_tokens, sampler)
                 text = data.decode("utf-8", errors="replace")
@@ -190,7 +190,7 @@ class RunView:
                     "tokens": [{"token": text, "class": None, "display": text}],
                 }
             if self.kind == "word-pos":
-                from nslm.generation.word_pos import generate_word_pos
+                from nslm.word_pos.generation import generate_word_pos
 
                 given, pairs = generate_word_pos(self.loaded, prompt, max_tokens, sampler)
                 read_as = [w for w, _ in given]
@@ -250,10 +250,10 @@ class RunView:
         neuron: int,
         fields: dict | None = None,
     ) -> dict[str, Any]:
-        from nslm.generation.bytes import generate_bytes, text_cells
-        from nslm.generation.colour import characters, neuron_values
-        from nslm.generation.steering import intervention_from_fields
-        from nslm.models.intervention import intervening
+        from nslm.byte_lm.colour import characters, neuron_values
+        from nslm.byte_lm.generation import generate_bytes, text_cells
+        from nslm.byte_lm.intervention import intervening
+        from nslm.byte_lm.steering import intervention_from_fields
 
         if self.kind != "byte":
             raise NslmError(f"run {self.name!r} is not a byte LM: no neurons to colour by")
@@ -276,7 +276,7 @@ class RunView:
         """The SST-2 probe of ``nslm probe sentiment`` (its best pooling) and its neuron."""
         import json
 
-        from nslm.probes.estimators import load_probe
+        from nslm.byte_lm.probes.estimators import load_probe
 
         folder = self.path / "probes" / "sentiment-sst2"
         if not (folder / "summary.json").is_file():
@@ -294,9 +294,9 @@ class RunView:
         }
 
     def sentiment(self, text: str) -> dict[str, Any]:
-        from nslm.data.labelled import detokenise_ptb
-        from nslm.probes.sentiment import framed
-        from nslm.probes.states import final_states
+        from nslm.byte_lm.labelled import detokenise_ptb
+        from nslm.byte_lm.probes.sentiment import framed
+        from nslm.byte_lm.probes.states import final_states
 
         if self._sentiment is None:
             raise NslmError(

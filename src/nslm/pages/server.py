@@ -73,7 +73,7 @@ class BytesRequest(Sampling):
     prime: str = ""
     max_bytes: int = Field(200, ge=1)
     neuron: int = Field(0, ge=0, description="Colour each character by this neuron.")
-    # the options of nslm generate, as text (nslm.generation.steering.intervention_from_fields)
+    # the options of nslm generate, as text (nslm.byte_lm.steering.intervention_from_fields)
     ablate: str = Field("", description="Units to ablate at every step, e.g. 356,12.")
     ablate_mode: str = Field("zero", description="zero or mean.")
     clamp: str = Field("", description="Cell values to fix, e.g. 356=1.5.")

@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from nslm.atomic import write_bytes_atomic, write_json_atomic
+from nslm.byte_lm.data import is_byte_corpus, locate_byte_corpus
 from nslm.config import TrainConfig, class_rules_of
-from nslm.data.bytes import is_byte_corpus, locate_byte_corpus
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.locate import SPLITS, locate_corpus
 from nslm.data.prepare import prepare_corpus, prepared_cache_root

@@ -16,7 +16,7 @@ from nslm.data.text import text_form_of
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
-from nslm.models.numeral_vocab import NumeralSpec
+from nslm.numerals.vocab import NumeralSpec
 from nslm.runs.files import load_model_tensors, read_json
 from nslm.scores.classes import ClassFactor, class_factor
 from nslm.scores.passes import Scorer
@@ -104,4 +104,13 @@ def kept_checkpoints(run_dir: Path | str) -> dict[float, Path]:
         weights = entry / "model.safetensors"
         if weights.is_file():
             kept[float(entry.name.removeprefix("minute-"))] = weights
+    return dict(sorted(kept.items()))
+
+
+def kept_weights(run_dir: Path | str) -> dict[int, Path]:
+    """The weights a run kept every ``keep_weights_every`` steps (learning curves):
+    {step: weights file}, in order. Load one with ``load_run(RUN, weights=path)``."""
+    kept = {}
+    for path in Path(run_dir).glob("kept/step-*.safetensors"):
+        kept[int(path.stem.removeprefix("step-"))] = path
     return dict(sorted(kept.items()))

@@ -6,6 +6,10 @@ and writes their parameters here, so that scoring, prediction and generation rea
 without the corpus. The spelling model behind ``<unk>`` (:mod:`nslm.scores.spelling`) is
 rebuilt from the run's vocabulary and training counts when the run is opened (its fit takes
 a fraction of a second), so it is not stored.
+
+The gates of the classes whose open model reads the LM's state (years, days, places: see
+:mod:`nslm.micro.open_set`) keep their tensors in ``RUN/open.safetensors``; a hash of the
+LM's weights in open.json ties them to the states they were fitted on.
 """
 
 from __future__ import annotations
@@ -14,16 +18,21 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from nslm.atomic import write_json_atomic
+from safetensors import SafetensorError
+from safetensors.numpy import load_file, save
+
+from nslm.atomic import write_bytes_atomic, write_json_atomic
 from nslm.errors import NslmError
 from nslm.micro.model import MicroModel
 from nslm.micro.open_bases import OPEN_CLASSES
 from nslm.micro.open_set import OpenMicroModel
+from nslm.runs.context_micro import class_states, lm_fingerprint
 from nslm.runs.files import read_json
 from nslm.runs.load import LoadedRun
 from nslm.scores.spelling import SpellingModel, fit_spelling
 
 OPEN_FILE = "open.json"
+OPEN_TENSORS = "open.safetensors"
 
 
 def fit_run_open(
@@ -33,19 +42,37 @@ def fit_run_open(
 ) -> dict[str, OpenMicroModel]:
     """An open micro-model for every number and place class of ``micro``, fitted on the
     run's training split."""
+    say = progress or (lambda _: None)
     out = {}
     for name, model in micro.items():
         if name in OPEN_CLASSES and type(model) is MicroModel:
-            if progress is not None:
-                progress(name)
+            say(name)
             out[name] = OpenMicroModel.fit(model, loaded.corpus.train)
+    gateable = {n: om.micro for n, om in out.items() if om.gateable}
+    if gateable:
+        say(f"the LM's states at the positions of {', '.join(gateable)} (train and valid)")
+        corpus = loaded.corpus
+        states = {s: class_states(loaded, s, gateable) for s in ("train", "valid")}
+        for name in gateable:
+            kept = out[name].fit_gate(
+                corpus.train, states["train"][name], corpus.valid, states["valid"][name]
+            )
+            nll = getattr(out[name], "gate_valid_nll", {})
+            say(f"{name}: gate {'kept' if kept else 'not kept'} (valid NLL {nll})")
     return out
 
 
-def write_run_open(run_dir: Path, models: dict[str, OpenMicroModel]) -> Path:
-    path = Path(run_dir) / OPEN_FILE
-    write_json_atomic(path, {"classes": {n: m.get_params() for n, m in models.items()}})
-    return path
+def write_run_open(loaded: LoadedRun, models: dict[str, OpenMicroModel]) -> Path:
+    """The gates' tensors first, then the JSON that names them: a half-written pair never
+    loads."""
+    run = Path(loaded.run_dir)
+    tensors = {f"{n}.{k}": v for n, m in models.items() for k, v in m.tensors().items()}
+    payload = {"classes": {n: m.get_params() for n, m in models.items()}}
+    if tensors:
+        write_bytes_atomic(run / OPEN_TENSORS, save(tensors))
+        payload["lm_fingerprint"] = lm_fingerprint(loaded.model)
+    write_json_atomic(run / OPEN_FILE, payload)
+    return run / OPEN_FILE
 
 
 def load_run_open(loaded: LoadedRun, micro: dict[str, MicroModel]) -> dict[str, OpenMicroModel]:
@@ -53,11 +80,27 @@ def load_run_open(loaded: LoadedRun, micro: dict[str, MicroModel]) -> dict[str, 
     path = Path(loaded.run_dir) / OPEN_FILE
     if not path.is_file():
         raise NslmError(f"no {path}: run 'nslm micro fit {loaded.run_dir}' first")
-    params = read_json(path).get("classes", {})
+    payload = read_json(path)
+    params = payload.get("classes", {})
     missing = [n for n in params if n not in micro]
     if missing:
         raise NslmError(f"{path} has classes micro.json lacks: {', '.join(missing)}; refit")
-    return {n: OpenMicroModel.from_params(p, micro[n]) for n, p in params.items()}
+    tensors: dict = {}
+    if any("gate" in p for p in params.values()):
+        if payload.get("lm_fingerprint") != lm_fingerprint(loaded.model):
+            raise NslmError(
+                f"{path} was fitted on other LM weights; run 'nslm micro fit "
+                f"{loaded.run_dir}' again"
+            )
+        try:
+            tensors = load_file(str(Path(loaded.run_dir) / OPEN_TENSORS))
+        except (SafetensorError, OSError) as exc:  # missing, truncated, not safetensors
+            raise NslmError(f"cannot read {Path(loaded.run_dir) / OPEN_TENSORS}: {exc}") from None
+
+    def own(name: str) -> dict:
+        return {k[len(name) + 1 :]: v for k, v in tensors.items() if k.startswith(f"{name}.")}
+
+    return {n: OpenMicroModel.from_params(p, micro[n], own(n)) for n, p in params.items()}
 
 
 def open_vocabulary(

@@ -41,7 +41,7 @@ class SplitScores:
     pure: np.ndarray | None = None
     features: Tensor | None = None
     correct: np.ndarray | None = None
-    numeral: np.ndarray | None = None  # a numeral model's own head (models/numerals.py)
+    numeral: np.ndarray | None = None  # a numeral model's own head (numerals/model.py)
 
     def perplexity(self, part: str) -> float:
         return perplexity(getattr(self, part))

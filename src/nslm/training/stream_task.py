@@ -19,7 +19,7 @@ from nslm.data.corpus import PreparedCorpus
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
-from nslm.models.numeral_vocab import NumeralSpec
+from nslm.numerals.vocab import NumeralSpec
 from nslm.runs.assets import write_run_assets
 from nslm.scores.passes import Scorer, head_of
 from nslm.training import checkpoint as ck

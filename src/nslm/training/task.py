@@ -75,7 +75,7 @@ class TrainingTask(Protocol):
 def task_class(cfg: TrainConfig) -> type[TrainingTask]:
     """The kind of task a config trains: the one dispatch on the config."""
     if cfg.model == "word-pos":
-        from nslm.training.word_pos_task import WordPosTask
+        from nslm.word_pos.training import WordPosTask
 
         return WordPosTask
     from nslm.training.stream_task import StreamLMTask  # not at import: it loads models
