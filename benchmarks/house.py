@@ -21,7 +21,8 @@ Writes benchmarks/results/house.json:
 - ``packages``: per top-level package of ``src/nslm``, its modules and lines;
   ``system_spread``: per system, how many top-level packages hold its own modules (by their
   path; ``system_packages`` names them; the front ends cli/ and pages/ are not counted);
-- ``fmt_skip``, ``hidden_aliases`` (click options with ``hidden=True``), ``run_kind_checks``
+- ``fmt_skip``, ``hidden_aliases`` (commands and options of the ``nslm`` tree hidden from
+  ``--help``, listed in ``hidden_alias_list``), ``run_kind_checks``
   (calls of the run-kind predicates outside runs/open.py and runs/load.py, listed in
   ``run_kind_check_places``), ``arrows_back_up`` (imports of a later stage, by
   tests/test_layout.py's table);
@@ -194,6 +195,29 @@ def packages() -> dict:
     }
 
 
+def hidden_names() -> dict:
+    """Commands and options of the ``nslm`` command tree hidden from ``--help``: names a user
+    never reads about but that still work (old spellings kept as aliases)."""
+    import click
+
+    from nslm.cli import cli
+
+    found = []
+
+    def walk(command: click.Command, path: str) -> None:
+        if command.hidden:
+            found.append(f"{path} (command)")
+        for param in command.params:
+            if getattr(param, "hidden", False):
+                found.append(f"{path} {'/'.join(param.opts)}")
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                walk(sub, f"{path} {name}")
+
+    walk(cli, "nslm")
+    return {"hidden_aliases": len(found), "hidden_alias_list": found}
+
+
 def conventions() -> dict:
     """``fmt: skip`` lines, hidden CLI options, run-kind checks outside runs/open.py, and the
     imports of a later stage (tests/test_layout.py's rule)."""
@@ -218,7 +242,7 @@ def conventions() -> dict:
                 back_up.append(f"{own} → {name}")
     return {
         "fmt_skip": sum(text.count("fmt: skip") for text in sources.values()),
-        "hidden_aliases": sum(len(re.findall(r"hidden=True", t)) for t in sources.values()),
+        **hidden_names(),
         "run_kind_checks": len(kind_checks),
         "run_kind_check_places": kind_checks,
         "arrows_back_up": len(back_up),
