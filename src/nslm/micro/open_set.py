@@ -203,12 +203,7 @@ class OpenMicroModel:
             part = log_v + boost - log_z[:, None]
             if counts is not None:
                 kept = counts if mask is None else np.where(mask, counts, 0.0)
-                total = kept.sum(axis=1)
-                some = total > 0
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    share = np.log(kept) - np.log(np.where(some, total, 1.0))[:, None]
-                mixed = np.logaddexp(log_rest[:, None] + part, log_k[:, None] + share)
-                part = np.where(some[:, None], mixed, part)
+                part = mix_in_cache(part, kept, log_k, log_rest)
             out.append(part)
         return np.stack(out, axis=1)
 
@@ -241,24 +236,12 @@ class OpenMicroModel:
         if self.gate is not None:  # the cache is inside each part
             parts = self.part_log_probs(ctx, cache)
             return self.gate.log_prob(self._states(H, len(ctx)), parts)
-        out = self._members_open(ctx, H)
+        _, log_z = self._known_and_z(ctx)
+        out = self.base.log_v_all(ctx) + self._gamma_members() - log_z[:, None]
         if cache is None:
             return out
         log_k, log_rest = self._kappa(cache, len(ctx))
-        out = out + log_rest[:, None]
-        for i, counts in enumerate(cache.counts):
-            for s in counts:
-                j = self.base.index.get(s)
-                if j is not None:
-                    out[i, j] = np.logaddexp(out[i, j], log_k[i] + np.log(cache.share(i, s)))
-        return out
-
-    def _members_open(self, ctx: Context, H: Any = None) -> np.ndarray:
-        if self.gate is None:
-            log_v = self.base.log_v_all(ctx)
-            _, log_z = self._known_and_z(ctx)
-            return log_v + self._gamma_members() - log_z[:, None]
-        return self.gate.log_prob(self._states(H, len(ctx)), self.part_log_probs(ctx))
+        return mix_in_cache(out, self._cache_counts(cache, len(ctx)), log_k, log_rest)
 
     def fit_gate(self, train: Split, H_train: Any, valid: Split, H_valid: Any) -> bool:
         """Fit the gate on the class's train positions (``H_*``: the LM's states there, in
@@ -337,14 +320,10 @@ class OpenMicroModel:
             where = np.array([self.base.index.get(s, -1) for s in strings], dtype=np.int64)
             picked = members[np.arange(len(strings)), np.maximum(where, 0)]
             return np.where(where >= 0, picked, -np.inf)
-        return self._with_cache(self._log_prob_open(strings, ctx, H), strings, cache)
+        return self._with_cache(self._log_prob_open(strings, ctx), strings, cache)
 
-    def _log_prob_open(self, strings: list[str], ctx: Context, H: Any = None) -> np.ndarray:
-        if self.gate is not None:
-            members = self.log_prob_members(ctx, H)
-            where = np.array([self.base.index.get(s, -1) for s in strings], dtype=np.int64)
-            picked = members[np.arange(len(strings)), np.maximum(where, 0)]
-            return np.where(where >= 0, picked, -np.inf)
+    def _log_prob_open(self, strings: list[str], ctx: Context) -> np.ndarray:
+        """The ungated model's log P_open of each row's string, without a cache."""
         known, log_z = self._known_and_z(ctx)
         out = np.full(len(strings), -np.inf)
         index = np.array([self.known.get(s, -1) for s in strings], dtype=np.int64)
@@ -370,15 +349,14 @@ class OpenMicroModel:
         open model's likeliest and the text's cached new members, ranked together."""
         if self.gate is not None:
             return self._top_new_members(self.log_prob_members(ctx, H, cache), k)
-        ranked = self._top_new_open(ctx, k, H)
+        ranked = self._top_new_open(ctx, k)
         if cache is None:
             return ranked
         out = []
         for i, listed in enumerate(ranked):
             strings = list(dict.fromkeys([s for s, _ in listed] + sorted(cache.counts[i])))
             row = ctx.rows(np.full(len(strings), i))
-            rows_h = None if H is None else np.repeat(np.asarray(H)[i : i + 1], len(strings), 0)
-            scores = self.log_prob(strings, row, rows_h, cache.rows(np.full(len(strings), i)))
+            scores = self.log_prob(strings, row, cache=cache.rows(np.full(len(strings), i)))
             best = np.argsort(-scores, kind="stable")[:k]
             out.append([(strings[j], float(scores[j])) for j in best if np.isfinite(scores[j])])
         return out
@@ -394,9 +372,8 @@ class OpenMicroModel:
             for row, cols in zip(members, best, strict=True)
         ]
 
-    def _top_new_open(self, ctx: Context, k: int, H: Any = None) -> list[list[tuple[str, float]]]:
-        if self.gate is not None:
-            return self._top_new_members(self.log_prob_members(ctx, H), k)
+    def _top_new_open(self, ctx: Context, k: int) -> list[list[tuple[str, float]]]:
+        """The ungated model's k likeliest new members of each row, without a cache."""
         _, log_z = self._known_and_z(ctx)
         out = []
         for i in range(len(ctx)):
@@ -451,6 +428,19 @@ class OpenMicroModel:
                 f"<{micro.cls.name}>: the open model's cache weight cannot be read; refit"
             ) from None
         return cls(micro, base, weight, params.get("how", ""), gate, cache_weight)
+
+
+def mix_in_cache(
+    log_p: np.ndarray, counts: np.ndarray, log_k: np.ndarray, log_rest: np.ndarray
+) -> np.ndarray:
+    """log ((1 − κ) · P + κ · n(w) / n) over (B, |O_c|) members, ``counts`` n(w) per row
+    (:mod:`nslm.micro.open_cache`); a row whose counts are all zero keeps P."""
+    total = counts.sum(axis=1)
+    some = total > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.log(counts) - np.log(np.where(some, total, 1.0))[:, None]
+    mixed = np.logaddexp(log_rest[:, None] + log_p, log_k[:, None] + share)
+    return np.where(some[:, None], mixed, log_p)
 
 
 def fit_cache_weight(
