@@ -53,7 +53,13 @@ from scipy.optimize import minimize
 
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
-from nslm.micro.gated import RESTRICTIONS, GatedMixture, as_rows, compares_with_context
+from nslm.micro.gated import (
+    L2_GRID,
+    RESTRICTIONS,
+    GatedMixture,
+    as_rows,
+    compares_with_context,
+)
 from nslm.micro.history import Context
 from nslm.micro.logspace import log1mexp, logsumexp
 from nslm.micro.model import MicroModel
@@ -64,6 +70,9 @@ from nslm.micro.open_enumerated import EnumeratedBase
 ROWS_PER_HALF = 400  # held-out class tokens per half that the deleted estimation reads
 CACHE_ROWS_PER_HALF = 2_000  # held-out class tokens with a non-empty cache, per half
 GATED_PARTS = ("whole", *RESTRICTIONS)  # the gate's components: v, then v restricted
+# the gate's L2 weights, chosen on valid: the context models' grid (micro/gated.py) and two
+# decades above it, as a class that gains little from h (<day>) chose its top, 0.1
+OPEN_GATE_L2_GRID = (*L2_GRID, 1.0, 10.0)
 CHUNK_ROWS = 2_000  # rows of a (rows, |O_c|) matrix at a time while the gate is fitted
 
 
@@ -252,7 +261,7 @@ class OpenMicroModel:
         L, Lv = self._part_targets(train), self._part_targets(valid)
         if not len(L) or not len(Lv):
             return False
-        gate = GatedMixture(len(GATED_PARTS), as_rows(H_train).shape[1])
+        gate = GatedMixture(len(GATED_PARTS), as_rows(H_train).shape[1], OPEN_GATE_L2_GRID)
         gate.fit(as_rows(H_train), L, as_rows(H_valid), Lv)
         self.gate_valid_nll = {"ungated": float(-Lv[:, 0].mean()), "gated": gate.valid_nll_}
         self.gate = gate if gate.valid_nll_ < self.gate_valid_nll["ungated"] else None
