@@ -32,9 +32,9 @@ import numpy as np
 import torch
 
 from machine import machine_info, timing_arguments, today
-from nslm.atomic import write_json_atomic
 from nslm.evaluation.context_column import ContextSource
 from nslm.evaluation.report import evaluate_run, objective_mask, render
+from nslm.files.atomic import write_json_atomic
 from nslm.micro.pipeline import micro_log_probs
 from nslm.mixtures.best_column import COLUMN, CONTEXT, BestSource, bucket_signal
 from nslm.mixtures.cache import cache_probs_grid

@@ -3,7 +3,7 @@
     python benchmarks/byte_lm.py                 # the ≤ 60-minute default (a quiet machine)
     python benchmarks/byte_lm.py --minutes 2     # a smoke run of the whole path
 
-Runs ``nslm train configs/byte-lm.toml`` with ``max_minutes`` set to ``--minutes`` into
+Runs ``nslm train --config configs/byte-lm.toml`` with ``max_minutes`` set to ``--minutes`` into
 ``--run-dir`` (kept afterwards: its ``kept/minute-*`` checkpoints feed the probes' emergence
 curve). The checkpoints are kept at the config's marks (5, 10, 20, 40 and 60 minutes),
 scaled by ``--minutes`` / 60 for a shorter run so a smoke run exercises them too. Then the
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
+from nslm.files.atomic import write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "byte-lm.toml"
@@ -46,6 +46,7 @@ def train(minutes: float, run_dir: Path) -> tuple[list[str], float]:
         "-m",
         "nslm",
         "train",
+        "--config",
         str(CONFIG.relative_to(ROOT)),
         "--set",
         f"max_minutes={minutes:g}",

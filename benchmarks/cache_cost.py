@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from machine import machine_info, timing_arguments, today
-from nslm.atomic import write_json_atomic
 from nslm.evaluation.report import evaluate_run, render
 from nslm.evaluation.tables import build_table, tables_for
+from nslm.files.atomic import write_json_atomic
 from nslm.mixtures.cache_column import SUFFIX, CacheSource
 from nslm.runs.micro import selected_summary
 from nslm.runs.open import open_run

@@ -23,10 +23,10 @@ def nslm(*args: str) -> None:
 
 
 def eval_test_tables(run: Path, *eval_flags: str, fit_micro: bool = True) -> dict[str, Any]:
-    """A run's test tables ({table: entry} of RUN/tables_test.json): ``nslm fit-micro --fast``
+    """A run's test tables ({table: entry} of RUN/tables_test.json): ``nslm micro fit --fast``
     first when ``fit_micro`` and the run has no micro.json (the MoG-free grid: these
     benchmarks compare LMs), then ``nslm eval RUN --split test EVAL_FLAGS``."""
     if fit_micro and not (run / "micro.json").is_file():
-        nslm("fit-micro", str(run), "--fast")
+        nslm("micro", "fit", str(run), "--fast")
     nslm("eval", str(run), "--split", "test", *eval_flags)
     return json.loads((run / "tables_test.json").read_text())["tables"]

@@ -4,7 +4,7 @@
         --variant "" --variant "lr=4e-3" --variant "lr=4e-3 dropout=0.1"
 
 Each variant is a space-separated list of ``key=value`` overrides (``""`` = the config as
-it is). Every run trains ``nslm train CONFIG`` for ``--minutes`` of wall time (validation
+it is). Every run trains ``nslm train --config CONFIG`` for ``--minutes`` of wall time (validation
 included; a cosine schedule anneals within it) and scores the whole validation split with
 its best weights. Writes benchmarks/results/config_sweep.json: per variant, validation
 perplexity of both heads, training tokens and tokens/s. Short budgets rank settings for
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
+from nslm.files.atomic import write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "config_sweep.json"
@@ -31,7 +31,16 @@ RESULTS = Path(__file__).parent / "results" / "config_sweep.json"
 
 def run_variant(config: Path, minutes: float, overrides: list[str], run_dir: Path) -> dict:
     sets = [f"max_minutes={minutes}", "progress=false", "checkpoint_every=0", *overrides]
-    command = [sys.executable, "-m", "nslm", "train", str(config), "--run-dir", str(run_dir)]
+    command = [
+        sys.executable,
+        "-m",
+        "nslm",
+        "train",
+        "--config",
+        str(config),
+        "--run-dir",
+        str(run_dir),
+    ]
     command += [x for s in sets for x in ("--set", s)]
     start = time.perf_counter()
     subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)

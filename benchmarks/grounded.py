@@ -14,7 +14,7 @@ time: one plain, one with the variant:
   ``emb_size = 50`` (the vectors' own width, no projection) and untied embeddings
   → benchmarks/results/glove.json.
 
-Then ``nslm fit-micro --fast`` and ``nslm eval --split test`` on each; the JSON holds both
+Then ``nslm micro fit --fast`` and ``nslm eval --split test`` on each; the JSON holds both
 runs' per-class test perplexities and the variant ÷ plain ratio of every row (NNLM and HNLM).
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 
 from cli_runs import eval_test_tables, nslm_command
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
+from nslm.files.atomic import write_json_atomic
 
 RESULTS = Path(__file__).parent / "results"
 # variant → (overrides of both runs, overrides of the variant run only)
@@ -71,7 +71,9 @@ def main() -> None:
     for name, run in runs.items():
         sets = [*common, *(only if name == variant else [])]
         overrides = [a for s in sets for a in ("--set", s)]
-        commands[name] = nslm_command("train", str(args.config), *overrides, "--run-dir", str(run))
+        commands[name] = nslm_command(
+            "train", "--config", str(args.config), *overrides, "--run-dir", str(run)
+        )
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     started = time.perf_counter()
     procs = {

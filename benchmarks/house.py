@@ -17,20 +17,24 @@ Writes benchmarks/results/house.json:
 - ``multinode``: the final logged NNLM training loss of 2 torchrun nodes × 1 process and of
   1 node × 2 processes (tiny config, 60 steps), their difference (``diff``), the largest weight
   difference, and whether a run with one node SIGKILLed after a checkpoint resumes and ends
-  with the same weights (tests/nodes.py does the launching, as tests/test_multinode.py).
+  with the same weights (tests/nodes.py does the launching, as tests/training/test_multinode.py).
 - ``packages``: per top-level package of ``src/nslm``, its modules and lines;
   ``system_spread``: per system, how many top-level packages hold its own modules (by their
   path; ``system_packages`` names them; the front ends cli/ and pages/ are not counted);
 - ``fmt_skip``, ``hidden_aliases`` (commands and options of the ``nslm`` tree hidden from
-  ``--help``, listed in ``hidden_alias_list``), ``run_kind_checks``
-  (calls of the run-kind predicates outside runs/open.py and runs/load.py, listed in
-  ``run_kind_check_places``), ``arrows_back_up`` (imports of a later stage, by
-  tests/test_layout.py's table);
+  ``--help``, listed in ``hidden_alias_list``), ``cli_collisions`` (option names with two
+  meanings or concepts with two names, by tests/cli/test_cli_vocabulary.py's table of the CLI's
+  vocabulary, listed in ``cli_collision_list``), ``run_kind_checks`` (places that read a
+  run's files to decide its kind outside runs/kinds.py, which decides it once for every
+  front end, listed in ``run_kind_check_places``), ``arrows_back_up`` (imports of a later
+  stage, by tests/test_layout.py's table);
+- ``python_api_examples``: ``{"passed", "failed"}`` of docs/python.md's examples, run by
+  tests/test_python_api.py on the suite's tiny runs (needs $NSLM_DATA_DIR);
 - ``duplicate_pairs_src``: the pairs of places in ``src/`` that share six or more lines, the
   same or of the same shape, as the ``duplicates`` tool of the project's tool library counts
   them (``duplicate_pairs_rows`` lists them).
 
-``--code-only`` measures the last two groups alone and merges them into an existing
+``--code-only`` measures the last three groups alone and merges them into an existing
 house.json.
 """
 
@@ -60,7 +64,7 @@ from nodes import (  # noqa: E402
     train_two_nodes,
     weight_difference,
 )
-from nslm.atomic import write_json_atomic  # noqa: E402
+from nslm.files.atomic import write_json_atomic  # noqa: E402
 
 LOCK = ROOT / "requirements.lock"
 STEPS = 60
@@ -163,8 +167,12 @@ SYSTEMS = {
     "mixtures": r"mixtures/|crnn|char_rnn|best_column|mixture_weights|long_caches|/cache",
 }
 FRONT_ENDS = ("cli", "pages")
-# the predicates that decide a run's kind from its config.json: runs/open.py alone may call them
-RUN_KIND = r"\b(is_word_pos_run|is_byte_run|check_run|use_nslm)\("
+# what reads a run's files to decide its kind: the predicates (anywhere), and config reads in
+# the front ends (cli/, pages/); runs/kinds.py decides it once (runs/load.py's guard for a
+# byte LM's architecture is the loader's own)
+RUN_KIND = r"\b(is_word_pos_run|is_byte_run|is_byte_lm|check_run|_is_ngram|kind_of_config)\("
+FRONT_END_CONFIG = r"\b(read_config_json|config_from_json)\("
+KIND_MODULES = ("runs/kinds.py", "runs/load.py")
 
 
 def packages() -> dict:
@@ -218,17 +226,34 @@ def hidden_names() -> dict:
     return {"hidden_aliases": len(found), "hidden_alias_list": found}
 
 
+def cli_collisions() -> dict:
+    """Option names with two meanings and concepts with two names in the ``nslm`` command
+    tree, as tests/cli/test_cli_vocabulary.py counts them (by its table of the vocabulary)."""
+    sys.path.insert(0, str(ROOT / "tests" / "cli"))
+    from test_cli_vocabulary import collisions
+
+    found = collisions()
+    return {"cli_collisions": len(found), "cli_collision_list": found}
+
+
 def conventions() -> dict:
-    """``fmt: skip`` lines, hidden CLI options, run-kind checks outside runs/open.py, and the
-    imports of a later stage (tests/test_layout.py's rule)."""
+    """``fmt: skip`` lines, hidden CLI options, CLI names with two meanings or concepts with
+    two names, run-kind checks outside runs/kinds.py, and the imports of a later stage
+    (tests/test_layout.py's rule)."""
     package = ROOT / "src/nslm"
     sources = {p: p.read_text(encoding="utf-8") for p in package.rglob("*.py")}
+
+    def reads_kind(rel: str, line: str) -> bool:
+        if line.lstrip().startswith("def ") or rel in KIND_MODULES:
+            return False
+        front = rel.startswith(("cli/", "pages/"))
+        return bool(re.search(RUN_KIND, line) or (front and re.search(FRONT_END_CONFIG, line)))
+
     kind_checks = [
         f"{p.relative_to(package)}:{n}"
         for p, text in sources.items()
-        if p.relative_to(package).as_posix() not in ("runs/open.py", "runs/load.py")
         for n, line in enumerate(text.splitlines(), 1)
-        if re.search(RUN_KIND, line) and not line.lstrip().startswith("def ")
+        if reads_kind(p.relative_to(package).as_posix(), line)
     ]
     sys.path.insert(0, str(ROOT / "tests"))
     from test_layout import PACKAGE, _imports, stage_of
@@ -243,6 +268,7 @@ def conventions() -> dict:
     return {
         "fmt_skip": sum(text.count("fmt: skip") for text in sources.values()),
         **hidden_names(),
+        **cli_collisions(),
         "run_kind_checks": len(kind_checks),
         "run_kind_check_places": kind_checks,
         "arrows_back_up": len(back_up),
@@ -250,9 +276,27 @@ def conventions() -> dict:
     }
 
 
+def python_api_examples() -> dict:
+    """Run tests/test_python_api.py's test of docs/python.md's examples (on the tiny runs of
+    the suite): {"passed", "failed"}, as the test counts them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        counts = Path(tmp) / "examples.json"
+        env = {**os.environ, "NSLM_API_EXAMPLES_OUT": str(counts)}
+        test = "tests/test_python_api.py::test_every_example_of_the_page_runs"
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test]
+        subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, timeout=1800)
+        if not counts.is_file():  # the test did not get to the examples (no data, setup error)
+            return {"passed": 0, "failed": None}
+        return json.loads(counts.read_text())
+
+
 def code() -> dict:
     """The package's layout and the duplicated places of its source."""
-    result: dict = {**packages(), **conventions()}
+    result: dict = {
+        **packages(),
+        **conventions(),
+        "python_api_examples": python_api_examples(),
+    }
     tool = shutil.which("duplicates")
     if tool is None:  # the tool library is the project's, not a package: say it was not run
         return result | {"duplicate_pairs_src": None}

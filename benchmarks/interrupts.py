@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]  # the battery's code: tests/robustness
 
 from machine import machine_info, today  # noqa: E402
-from nslm.atomic import write_json_atomic  # noqa: E402
+from nslm.files.atomic import write_json_atomic  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "interrupts.json"
 FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
@@ -65,7 +65,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="nslm-interrupts-"))
     world = build_world(folder / "world")
     cases = [(f"{w.command} [interrupted]", w.long, IN_THE_WORK) for w in WORKS if w.long]
-    prepare = "data prepare {huge_corpus} --classes numbers --prepared-dir {out}"
+    prepare = "data prepare --corpus {huge_corpus} --classes numbers --prepared-dir {out}"
     cases += [(f"data prepare at {m.stage}+{m.cpu_seconds}s", prepare, m) for m in MOMENTS]
 
     busy = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy)]

@@ -40,7 +40,6 @@ import numpy as np
 
 import neuron_steering
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
 from nslm.byte_lm.intervention import intervening
 from nslm.byte_lm.labelled import read_ewt
 from nslm.byte_lm.probes import control_plots as plots
@@ -58,6 +57,7 @@ from nslm.byte_lm.probes.pos import POS_C, byte_dataset, group_tag, probe_pos, t
 from nslm.byte_lm.probes.sentiment import SPLITS, extract_features, framed, imdb_splits, sst2_splits
 from nslm.byte_lm.probes.states import final_states
 from nslm.byte_lm.steering import build_intervention, unit_means
+from nslm.files.atomic import write_json_atomic
 from nslm.perplexity import bits_per_token
 from nslm.runs.open import open_run
 from nslm.scores.passes import Scorer, head_of

@@ -14,7 +14,7 @@ benchmarks/results/neurons_emergence.png; the probes, summaries and figures go t
 2. IMDB: 20,000 train and 500 dev reviews of the shuffled train file, the full 25,000-review
    test file, each review cut to its last ``--imdb-last-bytes`` bytes (extraction time).
 3. POS: one-vs-rest L1 probes on the bytes of whole EWT train sentences (seeded order) up to
-   ``--pos-train-bytes``, scored on all of EWT test; grouped (the seed's groups) and raw XPOS.
+   ``--pos-train-bytes``, scored on all of EWT test; grouped (Carvalho's groups) and raw XPOS.
 4. Emergence: the same probes, smaller (``--emergence-*``: SST-2 train subset, fewer POS
    bytes, no baselines), on every checkpoint the run kept (RUN/kept/minute-*) and on the
    final weights; valid bits/byte of each on the first ``--bpb-bytes`` of the run's valid split.
@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
 from nslm.byte_lm.probes import pipeline
 from nslm.byte_lm.probes.plots import emergence_plot
+from nslm.files.atomic import write_json_atomic
 from nslm.perplexity import bits_per_token
 from nslm.runs.load import kept_checkpoints
 from nslm.runs.open import open_run

@@ -6,10 +6,10 @@
 Each build runs in its own subprocess, so ``peak_mb`` is that process's peak resident set
 size (Python, numpy, the corpus and the model: the whole process, as for lmplz).
 
-* prepared (``nslm data prepare wikitext-2 --classes all``, cached beforehand): the model is
-  built from the prepared train token ids; ``test_ppl`` is the evaluator's Global row (every
-  test position but the first, ``<eos>`` included); ``tokens_per_s`` is the vectorised scoring
-  speed on the test split (best of 3).
+* prepared (``nslm data prepare --corpus wikitext-2 --classes all``, cached beforehand): the
+  model is built from the prepared train token ids; ``test_ppl`` is the evaluator's Global row
+  (every test position but the first, ``<eos>`` included); ``tokens_per_s`` is the vectorised
+  scoring speed on the test split (best of 3).
 * raw: the text as KenLM's ``lmplz`` reads it (lines stripped, empty lines dropped, ``<unk>``
   an ordinary word, ``<s>``/``</s>`` around each line); ``raw_build_seconds`` runs from
   reading the text file to the finished model, like lmplz's wall time. ``raw_test_ppl`` counts
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
+from nslm.files.atomic import write_json_atomic
 
 RESULTS = Path(__file__).parent / "results"
 # KenLM lmplz on the raw stream, measured on this machine (BENCHMARKS.md, n-gram section).

@@ -1,4 +1,4 @@
-"""The whole NSLM pipeline on WikiText-2: prepare, train (or reuse), fit-micro, eval on test.
+"""The whole NSLM pipeline on WikiText-2: prepare, train (or reuse), micro fit, eval on test.
 
     python benchmarks/nslm_wt2.py [--run RUN | --config configs/wt2-cpu.toml --run-dir DIR]
                                   [--fast] [--threads N] [--timing-repeats 2] [--ngram 5]
@@ -13,7 +13,7 @@ Numbers ratio ≤ 0.60 and Locations ratio ≤ 0.37 (the paper's own ratios, Dem
 2020, Tables 2 and 3), evaluation cost ≤ 1.25.
 
 The "NSLM-context" column (unless ``--no-context``): the same run with its context-aware
-micro-models (``nslm fit-micro RUN --context``, fitted here when missing), λ tuned the same
+micro-models (``nslm micro fit RUN --context``, fitted here when missing), λ tuned the same
 way; the JSON adds its ratios to the NSLM's (``ratio_numbers_context``, ``ratio_year_context``,
 ``ratio_locations_context``), ``global_nslm_context``, its evaluation cost against NNLM-only
 (``eval_cost_ratio_context``) and ``prompts``: plain and context NSLM on the prompt set of
@@ -32,11 +32,11 @@ from pathlib import Path
 
 from context_prompts import prompt_results
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
 from nslm.config import class_rules_of, load_config
 from nslm.data import prepare_corpus
 from nslm.evaluation.context_column import ContextSource
 from nslm.evaluation.report import evaluate_run, render
+from nslm.files.atomic import write_json_atomic
 from nslm.ngram.columns import column_names, ngram_source
 from nslm.runs.context_micro import (
     fit_run_context,
@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--run", type=Path, default=None, help="Reuse this trained run.")
     parser.add_argument("--config", type=Path, default=Path("configs/wt2-cpu.toml"))
     parser.add_argument("--run-dir", type=Path, default=Path("runs/nslm-wt2"))
-    parser.add_argument("--fast", action="store_true", help="fit-micro --fast (no MoG).")
+    parser.add_argument("--fast", action="store_true", help="micro fit --fast (no MoG).")
     parser.add_argument("--refit", action="store_true", help="Refit an existing micro.json.")
     parser.add_argument("--threads", type=int, default=0, help="torch threads [the config's].")
     parser.add_argument("--timing-repeats", type=int, default=2)
@@ -101,7 +101,7 @@ def main() -> None:
 
     micro_path = run_dir / "micro.json"
     if args.refit or not micro_path.is_file():
-        log(f"fit-micro ({'fast' if args.fast else 'full'} grid)")
+        log(f"micro fit ({'fast' if args.fast else 'full'} grid)")
         t0 = time.perf_counter()
         payload = fit_run_micro(loaded, fast=args.fast, progress=lambda n: log(f"  <{n}>"))
         write_run_micro(loaded, payload)
@@ -112,7 +112,7 @@ def main() -> None:
     context = None
     if not args.no_context:
         if args.refit_context or args.refit or not has_context_models(run_dir):
-            log("fit-micro --context (gates on the LM's states)")
+            log("micro fit --context (gates on the LM's states)")
             t0 = time.perf_counter()
             payload, tensors = fit_run_context(loaded, micro, progress=lambda t: log(f"  {t}"))
             write_run_context(loaded, payload, tensors)

@@ -37,10 +37,10 @@ import numpy as np
 import torch
 
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
 from nslm.data.fixed_vocab import prepare_text, prepare_text_file
 from nslm.data.locate import locate_corpus
 from nslm.evaluation.open_report import evaluate_open
+from nslm.files.atomic import write_json_atomic
 from nslm.generation.open_predict import open_predict_many
 from nslm.micro.logspace import logsumexp
 from nslm.micro.open_enumerated import EnumeratedBase
@@ -118,7 +118,7 @@ def sums_to_one(loaded, scorer, plain, open_models, text, n: int, seed: int = 0)
             new = np.ones(full.shape[1], dtype=bool)
             new[om.base.vc_columns] = False
             news[name] = logsumexp(full[:, new], axis=1) if new.any() else np.full(n, -np.inf)
-        else:  # the value model's total over O_c \\ V_c (tests/test_value_model.py)
+        else:  # the value model's total over O_c \\ V_c (tests/micro/test_value_model.py)
             news[name] = om.log_new_mass(ctx, H, cache)
     full = scorer.distribution(feats, plain, names, rows)
     total = np.exp(logsumexp(full.marginal(), axis=1))

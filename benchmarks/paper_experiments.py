@@ -7,9 +7,9 @@ Every figure comes from the real commands, run here as subprocesses:
 
 * ``cache`` and ``rarity``: ``nslm eval RUN --split test --crnn --cache --by-rarity`` (Tables
   2-3 with the CRNN column and the Num/Geo Cache rows; Figure 3's buckets);
-* ``increment``: ``nslm experiment increment --n …`` (Table 7), run here with
+* ``increment``: ``nslm experiment increment --sizes …`` (Table 7), run here with
   ``--increment N …``, or read from ``benchmarks/results/increment.json`` written by
-  ``nslm experiment increment --n 100 1000 10000 --out benchmarks/results/increment.json``;
+  ``nslm experiment increment --sizes 100,1000,10000 --out benchmarks/results/increment.json``;
 * ``grounded`` (Table 6) and ``glove`` (Table 5): read from
   ``benchmarks/results/{grounded,glove}.json`` (``benchmarks/grounded.py --variant …`` trains
   a plain run and the variant side by side);
@@ -35,7 +35,7 @@ from typing import Any
 
 from cli_runs import eval_test_tables, nslm
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
+from nslm.files.atomic import write_json_atomic
 
 RESULTS = Path(__file__).parent / "results"
 OUT = RESULTS / "paper_experiments.json"
@@ -60,7 +60,7 @@ def cache_tables(run: Path) -> dict[str, Any]:
 
 
 def family_rows(run: Path) -> dict[str, Any]:
-    """The Numbers / Locations / Global rows of one run's tables (fit-micro, then eval)."""
+    """The Numbers / Locations / Global rows of one run's tables (micro fit, then eval)."""
     tables = eval_test_tables(run)
     return {
         name: {r: entry["rows"][r] for r in entry["aggregates"]} for name, entry in tables.items()
@@ -70,7 +70,7 @@ def family_rows(run: Path) -> dict[str, Any]:
 def increment(ns: list[int]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "increment.json"
-        nslm("experiment", "increment", "--n", *map(str, ns), "--out", str(out))
+        nslm("experiment", "increment", "--sizes", ",".join(map(str, ns)), "--out", str(out))
         return json.loads(out.read_text())
 
 
@@ -86,7 +86,7 @@ def main() -> None:
     wall = time.perf_counter()
     out: dict[str, Any] = {"command": "python " + shlex.join(sys.argv), "date": today()}
     out.update(cache_tables(args.run))
-    saved = RESULTS / "increment.json"  # nslm experiment increment --n … --out this file
+    saved = RESULTS / "increment.json"  # nslm experiment increment --sizes … --out this file
     if args.increment:
         out["increment"] = increment(args.increment)
     elif saved.is_file():

@@ -1,4 +1,4 @@
-"""How long `nslm data prepare wikitext-2 --classes all` takes, cold and from the cache.
+"""How long `nslm data prepare --corpus wikitext-2 --classes all` takes, cold and from the cache.
 
     python benchmarks/prepare_speed.py [--repeats 3]
 
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
+from nslm.files.atomic import write_json_atomic
 
 RESULTS = Path(__file__).parent / "results" / "prepare.json"
 
@@ -32,10 +32,11 @@ def timed_prepare(cache: Path) -> float:
             "nslm",
             "data",
             "prepare",
+            "--corpus",
             "wikitext-2",
             "--classes",
             "all",
-            "--cache-dir",
+            "--prepared-dir",
             str(cache),
         ],
         check=True,
@@ -54,7 +55,7 @@ def main() -> None:
             cold.append(timed_prepare(Path(tmp)))
             warm.append(timed_prepare(Path(tmp)))
     result = {
-        "command": "nslm data prepare wikitext-2 --classes all",
+        "command": "nslm data prepare --corpus wikitext-2 --classes all",
         "cold_seconds": round(statistics.median(cold), 2),
         "cached_seconds": round(statistics.median(warm), 2),
         "cold_runs": [round(x, 2) for x in cold],

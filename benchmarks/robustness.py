@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]  # the battery's code: tests/robustness, tests/helpers.py
 
 from machine import machine_info, today  # noqa: E402
-from nslm.atomic import write_json_atomic  # noqa: E402
+from nslm.files.atomic import write_json_atomic  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "robustness.json"
 FUZZ_TARGETS = ("corpus", "arpa")

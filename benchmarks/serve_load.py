@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
+from nslm.files.atomic import write_json_atomic
 
 OUT = Path(__file__).parent / "results" / "serve_load.json"
 

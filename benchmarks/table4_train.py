@@ -41,7 +41,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nslm.atomic import write_json_atomic
+from nslm.files.atomic import write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS_PER_STEP = 80 * 35  # batch_size × bptt of configs/table4*.toml: one window's grid
@@ -132,7 +132,7 @@ def command(job: Job, runs: Path) -> list[str]:
     nslm = [sys.executable, "-m", "nslm", "train"]
     if (run / "latest.json").is_file():
         return [*nslm, "--resume", str(run)]
-    return [*nslm, str(job.config), *job.overrides(), "-o", str(run)]
+    return [*nslm, "--config", str(job.config), *job.overrides(), "--run-dir", str(run)]
 
 
 def log_of(run: Path) -> Path:

@@ -224,7 +224,7 @@ def main() -> None:
 
     result["date"] = today()
     if args.out is not None:
-        from nslm.atomic import write_json_atomic
+        from nslm.files.atomic import write_json_atomic
 
         write_json_atomic(args.out, result)
     print(json.dumps(result, indent=1))

@@ -2,10 +2,11 @@
 
     python benchmarks/train_throughput.py [--minutes 10]
 
-Runs ``nslm train configs/baseline-classic.toml`` (2×200 LSTM, full softmax, one NNLM head,
-SGD lr 20, batch 20×35, one process with 2 threads) and ``nslm train configs/wt2-cpu.toml``
-(the default, training the NNLM and HNLM heads together; its ``processes = 2`` makes nslm
-start 2 single-thread DDP processes with torchrun) one after the other in this one run,
+Runs ``nslm train --config configs/baseline-classic.toml`` (2×200 LSTM, full softmax, one
+NNLM head, SGD lr 20, batch 20×35, one process with 2 threads) and ``nslm train --config
+configs/wt2-cpu.toml`` (the default, training the NNLM and HNLM heads together; its
+``processes = 2`` makes nslm start 2 single-thread DDP processes with torchrun) one after the
+other in this one run,
 each with the same wall-time budget (``--set max_minutes=…``, validation included), on
 WikiText-2. Each run then scores the full validation split with its best weights.
 Tokens/s counts the training steps only. Writes benchmarks/results/train_throughput.json.
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
+from nslm.files.atomic import write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "train_throughput.json"
@@ -35,6 +36,7 @@ def run(config: str, minutes: float, run_dir: Path) -> dict:
         "-m",
         "nslm",
         "train",
+        "--config",
         str(ROOT / "configs" / config),
         "--set",
         f"max_minutes={minutes}",

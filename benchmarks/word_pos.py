@@ -4,7 +4,7 @@ multi-task, and the discriminative left-to-right tagger (docs/word-pos.md).
     python benchmarks/word_pos.py                      # every model, 20 minutes each at most
     python benchmarks/word_pos.py --minutes 1 --corpora ewt --out /tmp/wp.json   # a smoke run
 
-Each model trains with ``nslm train configs/word-pos-<corpus>.toml --set pos_model=<kind>``
+Each model trains with ``nslm train --config configs/word-pos-<corpus>.toml --set pos_model=<kind>``
 (the same config, so the models differ in nothing else), one after the other, into
 ``runs/word-pos/<corpus>-<kind>``, within ``--minutes`` of training; the halving schedule
 may stop it sooner. Every perplexity is over the same test tokens (``<eos>`` included, the
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info, today
-from nslm.atomic import write_json_atomic
+from nslm.files.atomic import write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "word_pos.json"
@@ -42,6 +42,7 @@ def train(corpus: str, kind: str, minutes: float, run_dir: Path) -> dict:
             "-m",
             "nslm",
             "train",
+            "--config",
             f"configs/word-pos-{corpus}.toml",
             "--set",
             f"pos_model={kind}",

@@ -3,7 +3,7 @@
     python benchmarks/wt2_cpu_training.py [--run-dir runs/wt2-cpu]
     python benchmarks/wt2_cpu_training.py --collect runs/wt2-cpu   # a run already finished
 
-Trains ``nslm train configs/wt2-cpu.toml`` (42-minute budget, validation included), then
+Trains ``nslm train --config configs/wt2-cpu.toml`` (42-minute budget, validation included), then
 writes benchmarks/results/wt2_cpu_training.json with the test perplexity of both heads, the
 training minutes, the exact command and the run directory (the micro-model work reuses its
 ``model.safetensors`` through ``nslm.runs.load.load_run``).
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--command", default=None, help="with --collect: how the run was made")
     args = parser.parse_args()
     run_dir = args.collect or args.run_dir
-    command = args.command or f"nslm train configs/wt2-cpu.toml --run-dir {run_dir}"
+    command = args.command or f"nslm train --config configs/wt2-cpu.toml --run-dir {run_dir}"
     wall = None
     load_before = os.getloadavg()[0]
     if args.collect is None:
@@ -43,6 +43,7 @@ def main() -> None:
                 "-m",
                 "nslm",
                 "train",
+                "--config",
                 "configs/wt2-cpu.toml",
                 "--set",
                 "progress=false",

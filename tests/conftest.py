@@ -158,6 +158,21 @@ def tiny_byte_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return train_tiny_byte_lm(tmp_path_factory.mktemp("tiny-byte"))
 
 
+@pytest.fixture(scope="session")
+def open_run_dir(tiny_nslm_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the tiny run with RUN/open.json as 'nslm micro fit RUN' writes it, for
+    ``<year>`` alone: the other classes keep their micro-models, and the open fit of
+    ``<convert>`` (every number spelling) takes minutes. Fitted once a session; read only."""
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import load_run_micro
+    from nslm.runs.open_micro import fit_run_open, write_run_open
+
+    run = copy_run(tiny_nslm_run, tmp_path_factory.mktemp("open") / "tiny")
+    loaded = load_run(run)
+    write_run_open(loaded, fit_run_open(loaded, {"year": load_run_micro(loaded)["year"]}))
+    return run
+
+
 @pytest.fixture
 def tiny_nslm_copy(tiny_nslm_run: Path, tmp_path: Path) -> Path:
     """A private copy of ``tiny_nslm_run`` for a test that writes into the run."""

@@ -79,7 +79,7 @@ def train_tiny_nslm(
     from nslm.training.loop import train
 
     use_threads(1)
-    sets = ["eval_tokens=2000", "max_steps=40", *overrides]
+    sets = ["test_tokens=2000", "max_steps=40", *overrides]
     train(load_config(TINY_CONFIG, sets), run_dir)
     loaded = load_run(run_dir)
     write_run_micro(loaded, fit_run_micro(loaded, only=micro_classes, fast=True))

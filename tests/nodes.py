@@ -1,5 +1,5 @@
 """nslm training on several "nodes" of this one machine, each a torchrun launcher joined by
-torchrun's c10d rendezvous: what tests/test_multinode.py checks and benchmarks/house.py
+torchrun's c10d rendezvous: what tests/training/test_multinode.py checks and benchmarks/house.py
 measures (docs/training.md, "Several machines").
 
 Everything stays on loopback: the rendezvous endpoint, the address each launcher gives the
@@ -108,7 +108,9 @@ def wait_nodes(nodes: list[subprocess.Popen], log_dir: Path, timeout: float = 30
 def train_two_nodes(run_dir: Path, max_steps: int) -> None:
     """A fresh run on 2 nodes × 1 process."""
     log_dir = run_dir.with_name(run_dir.name + "-logs")
-    nodes = start_nodes([str(TINY), *_flags(max_steps), "--run-dir", str(run_dir)], log_dir)
+    nodes = start_nodes(
+        ["--config", str(TINY), *_flags(max_steps), "--run-dir", str(run_dir)], log_dir
+    )
     wait_nodes(nodes, log_dir)
 
 
@@ -119,6 +121,7 @@ def train_one_node(run_dir: Path, max_steps: int) -> None:
         "-m",
         "nslm",
         "train",
+        "--config",
         str(TINY),
         *_flags(max_steps),
         "--set",
@@ -138,7 +141,9 @@ def kill_one_node_and_resume(run_dir: Path, max_steps: int, kill_after: int) -> 
     ``kill_after`` or later exists, let node 0 fail on its own, then start both nodes again
     with ``nslm train --resume``. What happened, for the caller to check."""
     log_dir = run_dir.with_name(run_dir.name + "-logs")
-    nodes = start_nodes([str(TINY), *_flags(max_steps), "--run-dir", str(run_dir)], log_dir)
+    nodes = start_nodes(
+        ["--config", str(TINY), *_flags(max_steps), "--run-dir", str(run_dir)], log_dir
+    )
     pointer = run_dir / "latest.json"
     deadline = time.monotonic() + 240
     while not (pointer.is_file() and json.loads(pointer.read_text())["step"] >= kill_after):

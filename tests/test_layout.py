@@ -18,12 +18,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "nslm"
 # stage of each top-level module or folder; utilities at 0
 STAGES = {
     "errors": 0,
-    "atomic": 0,
-    "json_policy": 0,
-    "tensor_files": 0,
+    "files": 0,
     "perplexity": 0,
     "stages": 0,
-    "__init__": 0,
     "data": 1,
     "config": 2,
     "batches": 3,
@@ -37,8 +34,10 @@ STAGES = {
     "generation": 8,
     "experiments": 9,
     "pages": 9,
+    "api": 9,
     "cli": 10,
     "__main__": 10,
+    "__init__": 10,  # the front door: nslm.load opens the API (api.py) on first use
 }
 # a system package's modules, each at the stage of what it does (the package's own entry
 # above is the stage of its __init__ and of any module not listed here)
@@ -73,6 +72,20 @@ SYSTEM_STAGES = {
     "numerals.values": 8,
     "numerals.value_metrics": 8,
     "mixtures.char_rnn": 4,
+    "transformer": 0,
+    "transformer.alignment": 1,
+    "transformer.checkpoint": 4,
+    "transformer.backbone": 4,
+    "transformer.candidates": 4,
+    "transformer.class_head": 4,
+    "transformer.passes": 5,
+    "transformer.mixture": 5,
+    "transformer.scoring": 5,
+    "transformer.run": 6,
+    "transformer.fit": 7,
+    "transformer.tables": 8,
+    "transformer.predict": 8,
+    "transformer.commands": 8,
 }
 STAGES.update(SYSTEM_STAGES)
 

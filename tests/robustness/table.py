@@ -180,48 +180,52 @@ NSLM_JSON = {"bom": "ok_or_error"}
 # A byte LM reads any bytes: what is not UTF-8 text is text to it.
 ANY_BYTES = {"binary": "ok", "non_utf8": "ok", "crlf": "ok", "bom": "ok"}
 LABELLED = {"NSLM_DATA_DIR": "{labelled}"}
-GENERATE = "--prompt 'In 1990' --seed 1 --max-tokens 5"
+GENERATE = "'In 1990' --seed 1 --max-tokens 5"
 
 # The table (one row a line or three, as a table reads; the formatter leaves it so).
 # fmt: off
 SLOTS: list[Slot] = [
     # -- a file in a corpus folder (a copy of the world's; {input} names the copy) ------------
-    corpus_slot("data prepare", "data prepare {input} --classes numbers --prepared-dir {out}/p",
-                observe=_prepared_vocab, big_line_bytes=FULL_BIG_LINE),
+    corpus_slot("data prepare", "data prepare --corpus {input} --classes numbers --prepared-dir "
+                "{out}/p", observe=_prepared_vocab, big_line_bytes=FULL_BIG_LINE),
     corpus_slot("data stats", "data stats --corpus {input} --classes numbers --prepared-dir "
                 "{out}/p --json -o {out}/stats.json", observe=_prepared_vocab),
-    corpus_slot("ngram build", "ngram build --corpus {input} -o {out}/model --order 3 "
+    corpus_slot("ngram build", "ngram build --corpus {input} --out-dir {out}/model --order 3 "
                 "--discount-fallback --classes numbers --prepared-dir {out}/p",
                 observe=_ngram_vocab),
-    corpus_slot("ngram build --raw", "ngram build --raw --corpus {input} -o {out}/model "
+    corpus_slot("ngram build --raw", "ngram build --raw --corpus {input} --out-dir {out}/model "
                 "--order 3 --discount-fallback", observe=_ngram_vocab),
     corpus_slot("micro fit", "micro fit --corpus {input} --classes numbers --only year --fast "
                 "-o {out}/micro.json --prepared-dir {out}/p", observe=_micro_selection),
     corpus_slot("eval --corpus", "eval {run} --corpus {input} -o {out}/tables.json"),
-    corpus_slot("train", "train {config} -o {out}/run", config={"corpus": "{input}"},
-                observe=_run_file("vocab.json")),
-    corpus_slot("train (word+POS)", "train {config} -o {out}/run", tree=lambda w: w.tagged,
+    corpus_slot("train", "train --config {config} --run-dir {out}/run",
+                config={"corpus": "{input}"}, observe=_run_file("vocab.json")),
+    corpus_slot("train (word+POS)", "train --config {config} --run-dir {out}/run",
+                tree=lambda w: w.tagged,
                 config={**WORD_POS, "corpus": "tagged:{input}"}, observe=_run_file("vocab.json")),
-    corpus_slot("train (byte LM)", "train {config} -o {out}/run", tree=lambda w: w.byte_corpus,
+    corpus_slot("train (byte LM)", "train --config {config} --run-dir {out}/run",
+                tree=lambda w: w.byte_corpus,
                 config={**BYTE_LM, "corpus": "bytes:{input}"}, expect=ANY_BYTES),
-    corpus_slot("probe sentiment", "probe sentiment {byte_run} --no-bow --no-figures --train 60 "
-                "-o {out}/probe", filename="sst2/train.txt", tree=lambda w: w.labelled,
+    corpus_slot("probe sentiment", "probe sentiment {byte_run} --no-bow --no-figures "
+                "--train-texts 60 --out-dir {out}/probe", filename="sst2/train.txt",
+                tree=lambda w: w.labelled,
                 env={"NSLM_DATA_DIR": "{input}"}),
     # -- a file ------------------------------------------------------------------------------
-    file_slot("train", "CONFIG", "train {input} -o {out}/run", filename="the-config.toml",
+    file_slot("train", "--config FILE", "train --config {input} --run-dir {out}/run",
+              filename="the-config.toml",
               good=lambda w: toml_text(w.config()).encode(),
               extra=_toml_kinds(lambda w: w.config(), {"bptt": "long"}),
               observe=_run_file("config.json")),
     # the demo's clean config is minutes of WikiText-2: its bad ones only, each refused at once
-    Slot("demo", "--config FILE", "file", "demo --config {input} -o {out}/demo",
+    Slot("demo", "--config FILE", "file", "demo --config {input} --run-dir {out}/demo",
          ("missing", "empty", "directory", "binary", "non_utf8", "malformed", "unknown_key",
           "wrong_type", "bptt_zero", "lr_negative"), filename="the-config.toml",
          good=lambda w: toml_text(w.config()).encode(),
          extra=_toml_kinds(lambda w: w.config(), {"bptt": "long"})),
-    file_slot("train", "--init-vectors FILE", "train {config} --init-vectors {input} "
-              "-o {out}/run", good=_read(lambda w: w.vectors),
+    file_slot("train", "--init-vectors FILE", "train --config {config} --init-vectors {input} "
+              "--run-dir {out}/run", good=_read(lambda w: w.vectors),
               observe=_run_file("model.safetensors")),
-    file_slot("experiment increment", "--config FILE", "experiment increment --n 20 --config "
+    file_slot("experiment increment", "--config FILE", "experiment increment --sizes 20 --config "
               "{input} -o {out}/increment.json", filename="the-config.toml",
               good=lambda w: toml_text(INCREMENT).encode(),
               extra=_toml_kinds(lambda w: INCREMENT, {"epochs": "many"})),
@@ -232,11 +236,12 @@ SLOTS: list[Slot] = [
     file_slot("micro list", "--plugin FILE.py", "micro list --plugin {input}",
               filename="the_plugin.py", expect={"empty": "ok"},
               good=lambda w: b'"""A plug-in that registers nothing."""\nimport math\n'),
-    file_slot("micro eval", "--micro FILE", "micro eval --corpus {corpus} --classes numbers "
-              "--micro {input} --json", filename="the-micro.json", good=_read(lambda w: w.micro),
+    file_slot("micro eval", "--micro-file FILE", "micro eval --corpus {corpus} --classes numbers "
+              "--micro-file {input} --json", filename="the-micro.json",
+              good=_read(lambda w: w.micro),
               extra=MICRO_FILE_KINDS, expect=NSLM_JSON),
-    file_slot("micro plot", "--micro FILE", "micro plot --corpus {corpus} --classes numbers "
-              "--micro {input} -o {out}/plots", filename="the-micro.json",
+    file_slot("micro plot", "--micro-file FILE", "micro plot --corpus {corpus} --classes numbers "
+              "--micro-file {input} --out-dir {out}/plots", filename="the-micro.json",
               good=_read(lambda w: w.micro), extra=MICRO_FILE_KINDS, expect=NSLM_JSON),
     file_slot("eval", "--text FILE", "eval {run} --text {input} -o {out}/tables.json",
               good=_read(lambda w: w.corpus / "valid.txt")),
@@ -264,9 +269,10 @@ SLOTS: list[Slot] = [
              expect={"other_corpus": "ok"}),
     run_slot("generate", "generate {input} " + GENERATE, ("other_corpus", *MICRO_KINDS),
              expect={"other_corpus": "ok"}),
-    run_slot("fit-micro", "fit-micro {input} --fast --only year -o {out}/micro.json",
+    run_slot("micro fit", "micro fit {input} --fast --only year -o {out}/micro.json",
              ("other_corpus",)),
-    run_slot("micro plot", "micro plot {input} -o {out}/plots", ("other_corpus", *MICRO_KINDS)),
+    run_slot("micro plot", "micro plot {input} --out-dir {out}/plots",
+             ("other_corpus", *MICRO_KINDS)),
     # A report shows what the run's files hold: it reads no weights and checks no micro.json
     # against the vocabulary (it builds no model).
     run_slot("report", "report {input} -o {out}/report.html", MICRO_KINDS,
@@ -276,10 +282,10 @@ SLOTS: list[Slot] = [
     Slot("train --resume", "RUN", "run", "train --resume {input}",
          ("clean", "missing", "file", "empty_dir", "config_binary", "config_wrong_shape",
           "checkpoint_truncated", "checkpoint_pickle")),
-    run_slot("probe sentiment", "probe sentiment {input} --no-bow --no-figures --train 60 "
-             "-o {out}/probe", base_run=lambda w: w.byte_run, env=LABELLED),
-    run_slot("probe pos", "probe pos {input} --no-figures --train-bytes 400 --test 5 --tags "
-             "grouped -o {out}/probe", base_run=lambda w: w.byte_run, env=LABELLED),
+    run_slot("probe sentiment", "probe sentiment {input} --no-bow --no-figures --train-texts 60 "
+             "--out-dir {out}/probe", base_run=lambda w: w.byte_run, env=LABELLED),
+    run_slot("probe pos", "probe pos {input} --no-figures --train-bytes 400 --test-texts 5 "
+             "--tags grouped --out-dir {out}/probe", base_run=lambda w: w.byte_run, env=LABELLED),
 ]
 # fmt: on
 

@@ -45,7 +45,8 @@ def test_an_unreadable_input_is_one_line(world: World, tmp_path: Path) -> None:
         (corpus / f"{split}.txt").write_bytes((world.corpus / f"{split}.txt").read_bytes())
     (corpus / "train.txt").chmod(0)
     outcome = run_in_process(
-        ["data", "prepare", str(corpus), "--prepared-dir", str(tmp_path / "prepared")], world.env
+        ["data", "prepare", "--corpus", str(corpus), "--prepared-dir", str(tmp_path / "prepared")],
+        world.env,
     )
     assert error_problems(outcome, ("train.txt", "Permission denied")) == []
 
@@ -68,7 +69,7 @@ def test_ctrl_c_at_any_moment_is_exit_130_and_one_line(
     out = tmp_path / "out" / "prepared"
     out.parent.mkdir(parents=True)
     argv = command_line(
-        "data prepare {huge_corpus} --classes numbers --prepared-dir {out}",
+        "data prepare --corpus {huge_corpus} --classes numbers --prepared-dir {out}",
         {**vars(world), "out": out},
     )
     outcome = run_subprocess(argv, world.env, interrupt=moment)

@@ -73,31 +73,36 @@ def command_for(template: str, world: World, out: Path) -> list[str]:
 # The table (a row a line or two, as a table reads; the formatter leaves it so).
 # fmt: off
 WORKS: list[Work] = [
-    Work("data prepare", "prepared", "data prepare {corpus} --classes numbers --prepared-dir {out}",
-         "data prepare {huge_corpus} --classes numbers --prepared-dir {out}"),
-    Work("data stats", "stats.json", "data stats {corpus} --classes numbers --json -o {out}"),
-    Work("train", "run", "train {config} -o {out}", "train {long_config} -o {out}"),
-    Work("fit-micro", "micro.json", "fit-micro {run} --fast --only year -o {out}"),
+    Work("data prepare", "prepared",
+         "data prepare --corpus {corpus} --classes numbers --prepared-dir {out}",
+         "data prepare --corpus {huge_corpus} --classes numbers --prepared-dir {out}"),
+    Work("data stats", "stats.json",
+         "data stats --corpus {corpus} --classes numbers --json -o {out}"),
+    Work("train", "run", "train --config {config} --run-dir {out}",
+         "train --config {long_config} --run-dir {out}"),
+    Work("micro fit", "micro.json", "micro fit {run} --fast --only year -o {out}"),
     Work("micro fit --corpus", "micro.json", "micro fit --corpus {corpus} --classes numbers "
          "--only year --fast -o {out}", "micro fit --corpus {big_corpus} --classes numbers "
          "--only year -o {out} --prepared-dir {out}.prepared"),
     Work("eval", "tables.json", "eval {run} -o {out}",
          "eval {run} --crnn --crnn-steps 100000 --crnn-dir {out}.crnn -o {out}"),
     Work("eval --model neural", "eval.json", "eval {run} --model neural -o {out}"),
-    Work("ngram build", "model", "ngram build --corpus {corpus} -o {out} --order 3 "
-         "--discount-fallback --classes numbers", "ngram build --corpus {huge_corpus} -o {out} "
-         "--order 5 --discount-fallback --classes numbers --prepared-dir {out}.prepared"),
+    Work("ngram build", "model", "ngram build --corpus {corpus} --out-dir {out} --order 3 "
+         "--discount-fallback --classes numbers", "ngram build --corpus {huge_corpus} "
+         "--out-dir {out} --order 5 --discount-fallback --classes numbers "
+         "--prepared-dir {out}.prepared"),
     Work("ngram eval", "eval.json", "ngram eval {ngram} --corpus {corpus} --classes numbers "
          "--json -o {out}"),
     Work("ngram export-arpa", "model.arpa", "ngram export-arpa {ngram} -o {out}"),
     Work("experiment increment", "increment.json",
-         "experiment increment --n 20 --epochs 1 -o {out}",
-         "experiment increment --n 20 --epochs 100000 -o {out}"),
-    Work("micro plot", "plots", "micro plot {run} -o {out}"),
+         "experiment increment --sizes 20 --epochs 1 -o {out}",
+         "experiment increment --sizes 20 --epochs 100000 -o {out}"),
+    Work("micro plot", "plots", "micro plot {run} --out-dir {out}"),
     Work("report", "report.html", "report {run} -o {out}"),
-    Work("generate --html", "page.html", "generate {byte_run} --prompt the --neuron 0 --html "
+    Work("generate --html", "page.html", "generate {byte_run} the --neuron 0 --html "
          "{out} --max-tokens 20 --seed 1"),
-    Work("probe sentiment", "probe", "probe sentiment {byte_run} --no-bow --train 60 -o {out}"),
+    Work("probe sentiment", "probe",
+         "probe sentiment {byte_run} --no-bow --train-texts 60 --out-dir {out}"),
 ]
 # fmt: on
 

@@ -118,8 +118,8 @@ def _train_run(root: Path, corpus: Path, env: dict[str, str]) -> Path:
     config = root / f"{corpus.name}.toml"
     config.write_text(toml_text(training_values(corpus)), encoding="utf-8")
     run = root / f"run-{corpus.name}"
-    _nslm(env, "train", str(config), "-o", str(run))
-    _nslm(env, "fit-micro", str(run), "--fast", "--only", "year")
+    _nslm(env, "train", "--config", str(config), "--run-dir", str(run))
+    _nslm(env, "micro", "fit", str(run), "--fast", "--only", "year")
     return run
 
 
@@ -154,7 +154,7 @@ def build_world(root: Path) -> World:
         "build",
         "--corpus",
         str(corpus),
-        "-o",
+        "--out-dir",
         str(ngram),
         "--order",
         "3",

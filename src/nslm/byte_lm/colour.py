@@ -1,6 +1,6 @@
 """Text coloured by one neuron: each byte's tanh(cell state), in a terminal or in HTML.
 
-As the seed (docs/byte-lm.md) shows its sentiment neuron, every byte gets the hyperbolic
+As Carvalho's project (docs/byte-lm.md) shows its sentiment neuron, every byte gets the hyperbolic
 tangent of one cell-state dimension after reading it, a value in [−1, 1]: +1 is red, −1
 blue, 0 white. A character of several UTF-8 bytes is shown once, in the colour of its last
 byte (the state once the whole character is read); a byte that is not valid UTF-8 is shown

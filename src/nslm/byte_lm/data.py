@@ -6,7 +6,7 @@ corpus is a :class:`~nslm.data.corpus.PreparedCorpus` like any other, so the TBP
 (cut at article starts), the LM, training, checkpoints, runs and the scoring pass take it
 unchanged. Two sources:
 
-* ``imdb-bytes``: IMDB movie reviews (Maas et al. 2011), as the seed byte LM (docs/byte-lm.md)
+* ``imdb-bytes``: IMDB movie reviews (Maas et al. 2011), as Carvalho's byte LM (docs/byte-lm.md)
   trained on product reviews: the 50,000 unlabelled reviews and the 25,000 labelled training
   reviews of ``$NSLM_DATA_DIR/imdb`` (``unsup.txt.xz``, ``train.tsv.xz`` as ``label<TAB>text``),
   shuffled with a fixed seed (the files are sorted by label and id); the first

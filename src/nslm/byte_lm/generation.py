@@ -2,7 +2,7 @@
 
 Generation is the neural generation of every nslm LM (:func:`generate_neural`: the LSTM
 steps one byte at a time with its carried state; temperature, top-k, top-p, a seed): the
-seed's sampling from a prime (docs/byte-lm.md). An empty prime starts after a ``\\n``, i.e.
+Carvalho's sampling from a prime (docs/byte-lm.md). An empty prime starts after a ``\\n``, i.e.
 at the start of a review.
 """
 

@@ -11,7 +11,7 @@ from nslm.cli.demo import demo_command
 from nslm.cli.eval import eval_command
 from nslm.cli.experiment import experiment_group
 from nslm.cli.generate import generate_command
-from nslm.cli.micro import fit_micro_command, micro_group
+from nslm.cli.micro import micro_group
 from nslm.cli.micro_plot import plot as micro_plot_command
 from nslm.cli.ngram import ngram_group
 from nslm.cli.predict import predict_command
@@ -47,7 +47,6 @@ cli.add_command(train_command)
 cli.add_command(eval_command)
 micro_group.add_command(micro_plot_command)
 cli.add_command(micro_group)
-cli.add_command(fit_micro_command)
 cli.add_command(predict_command)
 cli.add_command(demo_command)
 cli.add_command(experiment_group)

@@ -10,15 +10,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from nslm.cli.options import check_run
-
 
 def fit_context(run: Path, components: int) -> None:
     from nslm.runs.context_micro import TRIED, fit_run_context, write_run_context
     from nslm.runs.load import load_run
     from nslm.runs.micro import load_run_micro
 
-    check_run(run)
     loaded = load_run(run)
     plain = load_run_micro(loaded)
     start = time.perf_counter()

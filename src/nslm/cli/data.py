@@ -9,21 +9,18 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from nslm.atomic import write_json_atomic
 from nslm.cli.options import (
+    DEFAULT_CORPUS,
     classes_option,
     corpus_option,
-    hidden_alias,
     out_option,
-    pick_corpus,
     prepared_dir_option,
 )
 from nslm.data.custom import parse_class_rule
 from nslm.data.prepare import prepare_corpus
 from nslm.data.stats import corpus_stats
+from nslm.files.atomic import write_json_atomic
 
-# The corpus as a positional stays accepted (documented); --corpus is the common spelling.
-corpus_argument = click.argument("corpus_arg", metavar="[CORPUS]", required=False)
 rule_option = click.option(
     "--class-rule",
     "class_rules",
@@ -37,27 +34,25 @@ rule_option = click.option(
 def data_group() -> None:
     """Find, prepare and describe corpora.
 
-    --corpus NAME|DIR (or CORPUS) is a known corpus name (wikitext-2), looked up in
+    --corpus NAME|DIR is a known corpus name (wikitext-2), looked up in
     $NSLM_DATA_DIR, then ~/.cache/nslm, then downloaded; or a directory holding
     train/valid/test files.
     """
 
 
 @data_group.command("prepare")
-@corpus_argument
 @corpus_option()
 @classes_option()
 @rule_option
 @prepared_dir_option
 def prepare(
-    corpus_arg: str | None,
     corpus: str | None,
     classes: str,
     class_rules: tuple[str, ...],
     prepared_dir: Path | None,
 ) -> None:
     """Re-join numbers, chunk places, tag classes and build the vocabulary; cache the result."""
-    corpus = pick_corpus(corpus, corpus_arg)
+    corpus = corpus or DEFAULT_CORPUS
     rules = [parse_class_rule(r) for r in class_rules]
     console = Console(stderr=True)
     with console.status(f"preparing {corpus} (classes: {classes})"):
@@ -70,16 +65,13 @@ def prepare(
 
 
 @data_group.command("stats")
-@corpus_argument
 @corpus_option()
 @classes_option()
 @rule_option
 @prepared_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @out_option("Also write the JSON to this file.")
-@hidden_alias("--output", "out", type=click.Path(dir_okay=False, path_type=Path))
 def stats(
-    corpus_arg: str | None,
     corpus: str | None,
     classes: str,
     class_rules: tuple[str, ...],
@@ -88,7 +80,7 @@ def stats(
     out: Path | None,
 ) -> None:
     """Token, type and OOV counts per class and split, and how ambiguous places resolved."""
-    corpus = pick_corpus(corpus, corpus_arg)
+    corpus = corpus or DEFAULT_CORPUS
     rules = [parse_class_rule(r) for r in class_rules]
     prepared = prepare_corpus(corpus, classes, cache_root=prepared_dir, class_rules=rules)
     result = corpus_stats(prepared)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from nslm.cli.options import input_format_option, run_dir_option
+from nslm.cli.options import config_option, input_format_option, run_dir_option
 from nslm.errors import NslmError
 
 DEMO_CONFIG = "demo.toml"
@@ -51,28 +51,23 @@ class Stages:
 
 
 @click.command("demo")
-@click.option(
-    "--config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Training config [configs/demo.toml].",
-)
-@run_dir_option(
-    "The run directory (--run-dir is the same option); reused if it holds the demo.",
-    default=Path("runs/demo"),
-)
-@click.option(
-    "--prompt",
-    default=None,
-    help="Plain text whose next token is predicted at the end [the paper's William the "
-    "Conqueror sentence, ending in 'and died in'].",
-)
+@click.argument("prompt", required=False, default=None)
+@config_option("Training config [configs/demo.toml].")
+@run_dir_option("The run directory; reused if it holds the demo.", default=Path("runs/demo"))
 @click.option("--fresh", is_flag=True, help="Refit the micro-models even if micro.json exists.")
 @input_format_option
 def demo_command(
-    config: Path | None, run_dir: Path, prompt: str | None, fresh: bool, input_format: str = "plain"
+    prompt: str | None,
+    config: Path | None,
+    run_dir: Path,
+    fresh: bool,
+    input_format: str = "plain",
 ) -> None:
-    """Prepare, train, fit micro-models, print Tables 2 and 3 and one prediction."""
+    """Prepare, train, fit micro-models, print Tables 2 and 3 and one prediction.
+
+    The prediction is of PROMPT's next token (plain text) [the paper's William the
+    Conqueror sentence, ending in 'and died in'].
+    """
     from nslm.cli.eval import eval_tables
     from nslm.cli.train import _ensure_passive_openmp
     from nslm.config import class_rules_of, load_config

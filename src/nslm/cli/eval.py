@@ -14,11 +14,12 @@ from nslm.cli.eval_extras import PaperExtras, paper_options
 from nslm.cli.eval_text import outside_splits, own_texts
 from nslm.cli.intervention_options import INTERVENTION_KEYS, intervention_options
 from nslm.cli.options import (
+    corpus_option,
     input_format_option,
-    list_option,
     model_option,
     out_option,
     run_argument,
+    split_option,
     use_nslm,
 )
 from nslm.errors import NslmError
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from nslm.data.fixed_vocab import TextSplit
     from nslm.evaluation.columns import ColumnSource
     from nslm.mixtures.cache_column import CacheGrid
+    from nslm.runs.kinds import RunRef
     from nslm.runs.load import LoadedRun
     from nslm.scores.passes import Scorer
 
@@ -57,9 +59,9 @@ def eval_tables(
     ``lambdas`` are a previous evaluation's λ. ``best`` (its cache grid) adds the NSLM-best
     column (:mod:`nslm.mixtures.best_column`), which mixes every model column before it.
     """
-    from nslm.atomic import write_json_atomic
     from nslm.evaluation.open_report import open_tables
     from nslm.evaluation.report import evaluate_run, render
+    from nslm.files.atomic import write_json_atomic
     from nslm.runs.context_micro import has_context_models, load_run_context
     from nslm.runs.open import open_run
     from nslm.runs.open_micro import open_vocabulary
@@ -118,13 +120,7 @@ def eval_tables(
 
 @click.command("eval")
 @run_argument()
-@list_option(
-    "--split",
-    "splits",
-    choices=SPLITS,
-    metavar="SPLIT[,SPLIT]",
-    help="Splits to score: valid, test or both [valid,test].",
-)
+@split_option(SPLITS, help="Splits to score: valid, test or both [valid,test].")
 @model_option("Tables 2 and 3")
 @click.option(
     "--text",
@@ -134,13 +130,11 @@ def eval_tables(
     help="Score this text file instead of a corpus split, with the run's vocabulary "
     "and class rules (λ from the run's last eval, else tuned on its valid).",
 )
-@click.option(
-    "--corpus",
-    "corpus_dir",
+@corpus_option(
     default=None,
-    metavar="DIR",
-    help="Score another corpus (a directory with train/valid/test) prepared with "
-    "the run's vocabulary and class rules; λ is tuned on its valid.",
+    help="Score another corpus (a known name, or a directory of train/valid/test files) "
+    "prepared with the run's vocabulary and class rules; λ is tuned on its valid "
+    "[the run's own].",
 )
 @input_format_option
 @out_option("Where the tables' JSON goes [RUN/tables_<split>.json, RUN/tables_text.json].")
@@ -152,7 +146,14 @@ def eval_tables(
     help="With the NSLM: tune the ensemble's λ on valid "
     "Numbers/Locations (table) or Global perplexity.",
 )
-@click.option("--max-tokens", type=int, default=0, help="Score only a prefix (0 = all).")
+@click.option(
+    "--prefix-tokens",
+    "max_tokens",
+    type=int,
+    default=0,
+    metavar="N",
+    help="Score only each split's first N tokens (0 = all).",
+)
 @click.option(
     "--ngram",
     "ngram_order",
@@ -165,11 +166,11 @@ def eval_tables(
 @paper_options
 @intervention_options
 def eval_command(
-    run: Path,
+    run: RunRef,
     splits: tuple[str, ...],
     model_kind: str = "auto",
     text_file: Path | None = None,
-    corpus_dir: str | None = None,
+    corpus: str | None = None,
     out: Path | None = None,
     lambda_objective: str = "table",
     max_tokens: int = 0,
@@ -189,24 +190,22 @@ def eval_command(
     from nslm.ngram.counting import MAX_ORDER
 
     splits = splits or SPLITS
-    from nslm.word_pos.run import is_word_pos_run
-
     intervene = _intervention_options(paper, model_kind)
 
-    if is_word_pos_run(run):
-        if text_file or corpus_dir or ngram_order or max_tokens or PaperExtras(**paper).wanted:
+    if run.kind == "word_pos":
+        if text_file or corpus or ngram_order or max_tokens or PaperExtras(**paper).wanted:
             raise NslmError(
                 "a word+POS run is scored on its own tagged corpus: no --text, "
-                "--corpus, --ngram, --max-tokens or the paper's extras"
+                "--corpus, --ngram, --prefix-tokens or the paper's extras"
             )
         _eval_word_pos(run, splits, out)
         return
     if ngram_order is not None and not 1 <= ngram_order <= MAX_ORDER:
         raise NslmError(f"--ngram must be between 1 and {MAX_ORDER}, got {ngram_order}")
-    if text_file is not None and corpus_dir is not None:
+    if text_file is not None and corpus is not None:
         raise NslmError("--text and --corpus are two ways to say what to score: give one")
     extras = PaperExtras(**paper)  # --cache, --crnn, --by-rarity (checked before any work)
-    outside = text_file is not None or corpus_dir is not None
+    outside = text_file is not None or corpus is not None
     if extras.wanted and (model_kind == "neural" or outside):
         what = "--model neural" if model_kind == "neural" else "--text/--corpus"
         raise NslmError(
@@ -219,7 +218,7 @@ def eval_command(
             f"--cache, --crnn, --best and --by-rarity need RUN/micro.json: run "
             f"'nslm micro fit {run}' first"
         )
-    texts, plain, splits, lambdas = outside_splits(run, text_file, corpus_dir, splits, input_format)
+    texts, plain, splits, lambdas = outside_splits(run, text_file, corpus, splits, input_format)
     if extras.best and ngram_order is None:
         ngram_order = 5  # the n-gram and n-gram NSLM columns NSLM-best mixes in
     if extras.wanted or use_nslm(run, model_kind, "eval"):
@@ -274,10 +273,10 @@ def _eval_heads(
     """Global perplexity of each neural head (and an n-gram's); RUN/eval.json. A prepared
     text (``plain``) also gets its tokenization-free figures under ``"text"``. A byte LM
     with ``intervene`` (--ablate, --clamp, --steer) is scored so: RUN/eval-intervened.json."""
-    from nslm.atomic import write_json_atomic
     from nslm.byte_lm.intervention import set_intervention
     from nslm.cli.intervention_options import intervention_of, wants_intervention
     from nslm.evaluation.text_scores import render_text_figures, text_figures
+    from nslm.files.atomic import write_json_atomic
     from nslm.runs.open import open_run
     from nslm.scores.passes import head_of
     from nslm.scores.spelling import fit_spelling
@@ -323,7 +322,7 @@ def _eval_heads(
 
 def _eval_word_pos(run: Path, splits: Sequence[str], out: Path | None) -> None:
     """The comparison table of a word+POS run (docs/word-pos.md); RUN/eval.json."""
-    from nslm.atomic import write_json_atomic
+    from nslm.files.atomic import write_json_atomic
     from nslm.word_pos.evaluation import evaluate_word_pos, render_word_pos
 
     click.echo(f"eval: scoring {', '.join(splits)} (gold and own tag histories) …", err=True)

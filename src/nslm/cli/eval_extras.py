@@ -64,6 +64,7 @@ def paper_options(command: Callable) -> Callable:
         click.option(
             "--crnn-dir",
             type=click.Path(file_okay=False, path_type=Path),
+            metavar="DIR",
             default=None,
             help="Where the CRNN weights are kept [RUN/crnn].",
         ),
@@ -200,9 +201,9 @@ class PaperExtras:
         """Print and write the rarity tables of every reported split."""
         if not self.by_rarity or self.recorder is None:
             return
-        from nslm.atomic import write_json_atomic
         from nslm.evaluation.rarity import BUCKETS, plot_rarity_panels, render_rarity
         from nslm.evaluation.tables import TABLES
+        from nslm.files.atomic import write_json_atomic
 
         corpus = self.loaded.corpus
         for split in self.recorder.columns:

@@ -11,15 +11,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from nslm.cli.options import is_byte_run
-
 if TYPE_CHECKING:
     from nslm.data.corpus import Split
     from nslm.data.fixed_vocab import TextSplit
+    from nslm.runs.kinds import RunRef
 
 
 def outside_splits(
-    run: Path,
+    run: RunRef,
     text_file: Path | None,
     corpus_dir: str | None,
     splits: Sequence[str],
@@ -31,7 +30,7 @@ def outside_splits(
     (none for a byte LM, which reads bytes), their names, and the saved λ."""
     if text_file is None and corpus_dir is None:
         return None, None, tuple(splits), None
-    if is_byte_run(run):
+    if run.kind == "byte":
         texts, names, _ = _byte_splits(text_file, corpus_dir, splits)
         return texts, None, names, None
     from nslm.data.fixed_vocab import prepare_corpus_dir, prepare_text_file

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from nslm.cli.options import out_option, split_names
+from nslm.cli.options import config_option, list_option, out_option
 from nslm.errors import NslmError
 
 
@@ -18,21 +18,13 @@ def experiment_group() -> None:
 
 
 @experiment_group.command("increment")
-@click.option(
-    "--n",
-    "ns",
-    multiple=True,
-    metavar="N [N ...]",
-    help="Corpus sizes: pairs 'n , n+1' for n = 1 … N (--n 100 1000 10000, or 100,1000).",
+@list_option(
+    "--sizes",
+    metavar="N[,N…]",
+    help="Corpus sizes N: pairs 'n , n+1' for n = 1 … N (--sizes 100,1000,10000).",
 )
-@click.argument("more_ns", nargs=-1, metavar="")
 @out_option("Write the results as JSON here (rewritten after each N).")
-@click.option(
-    "--config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Experiment settings (TOML, as configs/increment.toml) [built-in defaults].",
-)
+@config_option("Experiment settings (TOML, as configs/increment.toml) [built-in defaults].")
 @click.option("--epochs", type=int, default=None, help="Passes over train.txt [60].")
 @click.option(
     "--minutes", type=float, default=None, help="Training time limit per N (0 = none) [0]."
@@ -41,12 +33,12 @@ def experiment_group() -> None:
 @click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
     default=None,
     help="Keep the corpora and runs here [a temporary directory, removed afterwards].",
 )
 def increment_command(
-    ns: tuple[str, ...],
-    more_ns: tuple[str, ...],
+    sizes: tuple[str, ...],
     out: Path | None,
     config: Path | None,
     epochs: int | None,
@@ -59,18 +51,16 @@ def increment_command(
     The NSLM uses a diff micro-model (the paper's Eq. 4). Prints the train and test
     perplexity of both per N.
     """
-    from nslm.atomic import write_json_atomic
     from nslm.cli.train import _ensure_passive_openmp
     from nslm.experiments.increment import IncrementConfig, format_table, run_increment
     from nslm.experiments.increment_data import check_sizes
+    from nslm.files.atomic import write_json_atomic
 
-    # --n 100 1000 10000: click gives the first value to --n and the rest as arguments.
-    given = split_names([*ns, *more_ns])
     try:
-        numbers = [int(n) for n in given]
+        numbers = [int(n) for n in sizes]
     except ValueError:
-        raise NslmError(f"--n takes whole numbers, not {' '.join(given)!r}") from None
-    sizes = check_sizes(numbers)
+        raise NslmError(f"--sizes takes whole numbers, not {','.join(sizes)!r}") from None
+    checked = check_sizes(numbers)
     overrides: dict[str, Any] = {
         k: v
         for k, v in (("epochs", epochs), ("max_minutes", minutes), ("seed", seed))
@@ -90,7 +80,7 @@ def increment_command(
         if out is not None:
             write_json_atomic(out, result)
 
-    result = run_increment(sizes, cfg, work_dir=work_dir, say=say, done=done, progress=True)
+    result = run_increment(checked, cfg, work_dir=work_dir, say=say, done=done, progress=True)
     click.echo(format_table(result))
     if out is not None:
         click.echo(f"results written to {out}", err=True)

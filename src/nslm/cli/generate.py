@@ -1,4 +1,4 @@
-"""``nslm generate RUN --prompt …``: sample a continuation from any nslm LM."""
+"""``nslm generate RUN [PROMPT]``: sample a continuation from any nslm LM."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ import click
 
 from nslm.cli.intervention_options import intervention_options, wants_intervention
 from nslm.cli.options import (
-    check_run,
-    hidden_alias,
     input_format_option,
-    is_byte_run,
     micro_kind_option,
     model_option,
+    open_vocab_option,
     output_format_option,
+    run_argument,
     use_nslm,
 )
 from nslm.data.text import prompt_line, text_form_of, to_plain
@@ -25,15 +24,15 @@ from nslm.generation.sampling import Sampler, SamplingConfig
 from nslm.ngram.generation import generate_ngram
 
 if TYPE_CHECKING:
+    from nslm.runs.kinds import RunRef
     from nslm.runs.open import OpenRun
 
 NSLM = "nslm"
 
 
 @click.command("generate")
-@click.argument("run", type=click.Path(path_type=Path))
+@run_argument(ngram=True)
 @click.argument("prompt", required=False, default=None)
-@hidden_alias("--prompt", "prompt")
 @click.option(
     "--max-tokens",
     type=click.IntRange(min=1),
@@ -61,7 +60,8 @@ NSLM = "nslm"
 @click.option(
     "--head",
     default=None,
-    help="Training runs, neural model: nnlm or hnlm [the first head]; 'nslm' is --model nslm.",
+    help="Training runs, neural model: the head to sample from, nnlm or hnlm [the first "
+    "head] (the NSLM is --model nslm).",
 )
 @click.option(
     "--show-classes", is_flag=True, help="NSLM: print each generated class token as token/<class>."
@@ -82,10 +82,11 @@ NSLM = "nslm"
 )
 @intervention_options
 @micro_kind_option
+@open_vocab_option("NSLM: draw from")
 @input_format_option
 @output_format_option
 def generate_command(
-    run: Path,
+    run: RunRef,
     prompt: str | None,
     max_tokens: int,
     temperature: float,
@@ -100,6 +101,7 @@ def generate_command(
     micro_kind: str = "auto",
     input_format: str = "plain",
     output_format: str = "plain",
+    open_vocab: bool | None = None,
     **intervene: Any,
 ) -> None:
     """Continue PROMPT (plain text; none: start a fresh line) with the LM in RUN: a training
@@ -107,7 +109,9 @@ def generate_command(
     file.
 
     Through the NSLM (RUN/micro.json, from 'nslm micro fit RUN'), class tokens (years,
-    places, …) come from the micro-models, so a generated year follows the previous one.
+    places, …) come from the micro-models, so a generated year follows the previous one;
+    with RUN/open.json, from NSLM-open, which can also name a year, a count or a place the
+    vocabulary never held (marked * with --show-classes).
     The prompt and its continuation are printed as plain text (--output-format tokenized:
     as the model's tokens); a sentence end (</s>, <eos>) is a line break.
 
@@ -118,14 +122,12 @@ def generate_command(
     prompt = prompt or ""
     config = SamplingConfig(temperature=temperature, top_k=top_k or None, top_p=top_p)
     sampler = Sampler(config, seed=seed)
-    if is_byte_run(run):
+    if run.kind == "byte":
         _generate_bytes(run, prompt, max_tokens, sampler, neuron, html_out, intervene)
         return
     if wants_intervention(intervene):
         raise NslmError("--ablate, --clamp and --steer need a byte-LM run (docs/probes.md)")
-    from nslm.word_pos.run import is_word_pos_run
-
-    if is_word_pos_run(run):
+    if run.kind == "word_pos":
         if neuron is not None or html_out is not None or head or show_classes:
             raise NslmError(
                 "a word+POS run samples (word, tag) pairs: no --neuron, --html, "
@@ -135,7 +137,7 @@ def generate_command(
         return
     if neuron is not None or html_out is not None:
         raise NslmError("--neuron and --html need a byte-LM run (see docs/byte-lm.md)")
-    if _is_ngram(run):
+    if run.kind == "ngram":
         if head == NSLM or show_classes or model_kind == NSLM:
             raise NslmError("an n-gram model has no micro-models: the NSLM needs a training run")
         from nslm.cli.ngram import load_model
@@ -145,24 +147,54 @@ def generate_command(
         tokens = _prompt_tokens(prompt, form, input_format)
         generated = generate_ngram(model, tokens, max_tokens, sampler)
     else:
-        from nslm.runs.open import open_run
-
-        check_run(run)
         model_kind = _model_of(run, model_kind, head, show_classes)
-        nslm = use_nslm(run, model_kind, "generate")
-        opened = open_run(run, micro=micro_kind if nslm else "none")
-        form = opened.text_form
-        if nslm:
-            tokens, generated = _generate_nslm(
-                opened, prompt, max_tokens, sampler, show_classes, input_format
-            )
-        else:
-            tokens = _prompt_tokens(prompt, form, input_format)
-            generated = _generate_neural(opened, tokens, max_tokens, sampler, head)
+        form, tokens, generated = _generate_from_run(
+            run,
+            prompt,
+            max_tokens,
+            sampler,
+            model_kind,
+            micro_kind,
+            open_vocab,
+            head,
+            show_classes,
+            input_format,
+        )
     words = [*tokens, *generated]
     # token/<class> marks read as tokens
     plain_form = "whitespace" if output_format == "tokenized" or show_classes else form
     click.echo(printable(to_plain(words, plain_form)))  # the prompt's control characters too
+
+
+def _generate_from_run(
+    run: RunRef,
+    prompt: str,
+    max_tokens: int,
+    sampler: Sampler,
+    model_kind: str,
+    micro_kind: str,
+    open_vocab: bool | None,
+    head: str | None,
+    show_classes: bool,
+    input_format: str,
+) -> tuple[str, list[str], list[str]]:
+    """A training run's text form, the prompt's tokens and the generated ones: from
+    NSLM-open, the NSLM or a neural head, as --model, --open-vocab and --head say."""
+    from nslm.runs.open import open_run
+    from nslm.runs.open_micro import OPEN_FILE
+
+    nslm = use_nslm(run, model_kind, "generate")
+    if open_vocab and not nslm:
+        raise NslmError("--open-vocab draws from NSLM-open: it needs the NSLM (RUN/micro.json)")
+    opened = open_run(run, micro=micro_kind if nslm else "none")
+    form = opened.text_form
+    if not nslm:
+        tokens = _prompt_tokens(prompt, form, input_format)
+        return form, tokens, _generate_neural(opened, tokens, max_tokens, sampler, head)
+    if open_vocab is None:
+        open_vocab = (run / OPEN_FILE).is_file()
+    generate = _generate_open if open_vocab else _generate_nslm
+    return form, *generate(opened, prompt, max_tokens, sampler, show_classes, input_format)
 
 
 def _prompt_tokens(prompt: str, form: str, input_format: str) -> list[str]:
@@ -171,12 +203,10 @@ def _prompt_tokens(prompt: str, form: str, input_format: str) -> list[str]:
     return ["</s>" if t == "<eos>" else t for t in line.split()]
 
 
-def _model_of(run: Path, model_kind: str, head: str | None, show_classes: bool) -> str:
-    """--model with --head folded in: --head nslm is --model nslm, another head is neural."""
+def _model_of(run: RunRef, model_kind: str, head: str | None, show_classes: bool) -> str:
+    """--model with --head folded in: a head is a neural one."""
     if head == NSLM:
-        if model_kind == "neural":
-            raise NslmError("--head nslm contradicts --model neural")
-        return NSLM
+        raise NslmError("--head names a neural head (nnlm, hnlm); the NSLM is --model nslm")
     if head is not None:
         if model_kind == NSLM:
             raise NslmError(f"--head {head} is a neural head; drop it for --model nslm")
@@ -229,6 +259,36 @@ def _generate_nslm(
     return ["</s>" if t == EOS else t for t in stepper.prompt_tokens], out
 
 
+def _generate_open(
+    opened: OpenRun,
+    prompt: str,
+    max_tokens: int,
+    sampler: Sampler,
+    show_classes: bool,
+    input_format: str,
+) -> tuple[list[str], list[str]]:
+    """:func:`_generate_nslm` from NSLM-open (nslm.generation.open_sampling): a class token
+    may be a member the vocabulary never held."""
+    from nslm.data.vocab import EOS
+    from nslm.generation.open_sampling import OpenNslmStepper, generate_open
+    from nslm.runs.micro import load_run_micro
+    from nslm.runs.open_micro import load_run_open
+
+    loaded = opened.loaded
+    open_models = load_run_open(loaded, load_run_micro(loaded))
+    stepper = OpenNslmStepper(
+        loaded, opened.micro, open_models, prompt.replace("</s>", EOS), input_format
+    )
+    itos, names = loaded.corpus.vocab.itos, loaded.corpus.class_names
+    out = []
+    for g in generate_open(stepper, max_tokens, sampler):
+        token = g.string or ("</s>" if itos[g.token_id] == EOS else itos[g.token_id])
+        if show_classes and g.cls:
+            token = f"{token}/<{names[g.cls]}>{'*' if g.new else ''}"
+        out.append(token)
+    return ["</s>" if t == EOS else t for t in stepper.prompt_tokens], out
+
+
 def _generate_bytes(
     run: Path,
     prompt: str,
@@ -242,11 +302,11 @@ def _generate_bytes(
     the model with the units --ablate, --clamp and --steer name changed at every step."""
     import sys
 
-    from nslm.atomic import write_bytes_atomic
     from nslm.byte_lm.colour import ansi, html_page, neuron_values
     from nslm.byte_lm.generation import generate_bytes, text_cells
     from nslm.byte_lm.intervention import intervening
     from nslm.cli.intervention_options import intervention_of
+    from nslm.files.atomic import write_bytes_atomic
     from nslm.runs.load import load_run
 
     if html_out is not None and neuron is None:
@@ -283,7 +343,3 @@ def _generate_word_pos(run: Path, prompt: str, max_tokens: int, sampler: Sampler
         else:
             lines[-1].append(f"{word}/{tag}" if tag else word)
     click.echo(printable("\n".join(" ".join(line) for line in lines if line)))
-
-
-def _is_ngram(run: Path) -> bool:
-    return (run / "model.json").is_file() or (run.is_file() and run.suffix in (".arpa", ".lm"))

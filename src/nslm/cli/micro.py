@@ -1,5 +1,4 @@
-"""``nslm micro fit|eval|list`` and ``nslm fit-micro`` (a hidden alias of ``micro fit``);
-``micro plot`` is in :mod:`nslm.cli.micro_plot`.
+"""``nslm micro fit|eval|list``; ``micro plot`` is in :mod:`nslm.cli.micro_plot`.
 
 ``micro fit RUN`` fits the micro-models of a training run (RUN/micro.json); without RUN,
 ``micro fit --corpus NAME|DIR -o FILE`` fits them on a prepared corpus alone, which needs
@@ -175,17 +174,6 @@ def fit(
     )
 
 
-fit_micro_command = click.Command(
-    "fit-micro",
-    callback=fit.callback,
-    params=fit.params,
-    help="Alias of 'nslm micro fit' (same options): the {metric, PDF} grid search per class "
-    "of RUN (paper Table 1, step 4) into RUN/micro.json.",
-    short_help="Alias of 'nslm micro fit'.",
-    hidden=True,  # one documented name: nslm micro fit
-)
-
-
 def _fit_run(
     run: Path,
     fast: bool,
@@ -268,7 +256,7 @@ def _fit_corpus(
 @micro_group.command("eval")
 @corpus_source
 @click.option(
-    "--micro",
+    "--micro-file",
     "micro_path",
     type=click.Path(dir_okay=False, path_type=Path),
     required=True,

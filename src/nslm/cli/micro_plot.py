@@ -9,8 +9,8 @@ import click
 from nslm.cli.micro import _load_plugins, _only, corpus_source
 from nslm.cli.options import (
     DEFAULT_CORPUS,
-    check_run,
-    out_option,
+    list_option,
+    out_dir_option,
     run_argument,
 )
 from nslm.data.prepare import prepare_corpus
@@ -22,23 +22,27 @@ from nslm.errors import NslmError
 @corpus_source
 @_only
 @click.option(
-    "--micro",
+    "--micro-file",
     "micro_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Plot the selected models of this micro.json.",
+    help="Plot the selected models of this micro.json [RUN/micro.json with RUN].",
 )
-@click.option("--metric", default=None, help="Without --micro: fit this metric (e.g. diff).")
-@click.option("--pdf", default=None, help="Without --micro: fit this PDF (e.g. gaussian).")
+@list_option(
+    "--metric",
+    "metrics",
+    help="Without --micro-file: fit these metrics (e.g. diff), each with every --pdf.",
+)
+@list_option("--pdf", "pdfs", help="Without --micro-file: fit these PDFs (e.g. gaussian).")
 @click.option(
-    "--context",
+    "--metric-context",
     type=click.Choice(["class", "family"]),
     default="class",
     show_default=True,
-    help="Without --micro: the metric's context, the previous "
+    help="Without --micro-file: the metric's context, the previous "
     "token of the same class or of the same family (numbers, places).",
 )
-@out_option("Directory for the PNG files [RUN/plots with RUN].", directory=True)
+@out_dir_option("Directory for the PNG files [RUN/plots with RUN].")
 def plot(
     run: Path | None,
     corpus: str | None,
@@ -47,9 +51,9 @@ def plot(
     prepared_dir: Path | None,
     plugins: tuple[str, ...],
     micro_path: Path | None,
-    metric: str | None,
-    pdf: str | None,
-    context: str,
+    metrics: tuple[str, ...],
+    pdfs: tuple[str, ...],
+    metric_context: str,
     out: Path | None,
 ) -> None:
     """Draw each fitted PDF over its training histogram (paper Figure 2: year diff).
@@ -66,23 +70,24 @@ def plot(
         _plot_run(run, micro_path, list(only) or None, out)
         return
     if out is None:
-        raise NslmError("give -o DIR (or a RUN directory)")
+        raise NslmError("give --out-dir DIR (or a RUN directory)")
     prepared = prepare_corpus(corpus or DEFAULT_CORPUS, classes or "all", cache_root=prepared_dir)
     wanted = list(only) or None
     if micro_path is not None:
-        models = load_micro_models(micro_path, prepared)
-        models = {n: m for n, m in models.items() if wanted is None or n in wanted}
-    elif metric and pdf:
+        selected = load_micro_models(micro_path, prepared)
+        models = [(n, m) for n, m in selected.items() if wanted is None or n in wanted]
+    elif metrics and pdfs:
         names = wanted or list(prepared.class_names[1:])
-        models = {
-            n: MicroModel(builtin_class(prepared, n), metric, pdf, context=context).fit(
-                prepared.train
-            )
+        models = [
+            (n, MicroModel(builtin_class(prepared, n), m, p, context=metric_context))
             for n in names
-        }
+            for m in metrics
+            for p in pdfs
+        ]
+        models = [(n, model.fit(prepared.train)) for n, model in models]
     else:
-        raise NslmError("give --micro micro.json, or both --metric and --pdf")
-    for name, model in models.items():
+        raise NslmError("give --micro-file micro.json, or both --metric and --pdf")
+    for name, model in models:
         path = plot_model(
             model, prepared.train, out / f"{name}_{model.metric.name}_{model.pdf.name}.png"
         )
@@ -95,7 +100,6 @@ def _plot_run(run: Path, micro_path: Path | None, only: list[str] | None, out: P
     from nslm.runs.load import load_run
     from nslm.runs.micro import load_run_micro
 
-    check_run(run)
     loaded = load_run(run)
     models = load_run_micro(loaded, micro_path)
     if only:

@@ -11,19 +11,21 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from nslm.atomic import write_json_atomic
 from nslm.cli.options import (
     DEFAULT_CORPUS,
     classes_option,
     corpus_option,
+    out_dir_option,
     out_option,
     prepared_dir_option,
+    split_option,
 )
 from nslm.data.locate import locate_corpus
 from nslm.data.prepare import prepare_corpus
 from nslm.errors import NslmError
 from nslm.evaluation.class_perplexity import class_perplexities, perplexity
-from nslm.json_policy import json_text
+from nslm.files.atomic import write_json_atomic
+from nslm.files.json_policy import json_text
 from nslm.ngram.arpa import read_arpa, write_arpa
 from nslm.ngram.build import (
     METHODS,
@@ -44,23 +46,29 @@ def ngram_group() -> None:
 
 
 @ngram_group.command("build")
-# CORPUS OUT as positionals stay accepted (documented); --corpus and -o are the spelling
-# every command shares.
-@click.argument("positional", nargs=-1, metavar="[CORPUS] [OUT]")
-@corpus_option(default=None, help="A known corpus name, or a directory of train/valid/test files.")
-@out_option("The directory to write the model to.", directory=True)
+@corpus_option()
+@out_dir_option("The directory to write the model to (required).")
 @click.option("--order", type=int, default=5, show_default=True, help=f"n, 1..{MAX_ORDER}.")
 @click.option(
     "--method",
     type=click.Choice(METHODS),
     default="kn",
     show_default=True,
-    help="kn: modified Kneser-Ney; mle: maximum likelihood; add-k: add --k.",
+    help="kn: modified Kneser-Ney; mle: maximum likelihood; add-k: add --add-k.",
 )
-@click.option("--k", "add_k", type=float, default=1.0, show_default=True, help="k of add-k.")
+@click.option(
+    "--add-k",
+    "add_k",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="The constant k that --method add-k adds to every count.",
+)
 @classes_option(help="Which classes the corpus is prepared with.")
 @click.option("--tagged", is_flag=True, help="Replace class tokens by their class tags.")
-@click.option("--raw", is_flag=True, help="Use the raw text as lmplz reads it (no preparation).")
+@click.option(
+    "--raw", is_flag=True, help="The corpus as raw text, as lmplz reads it (no preparation)."
+)
 @click.option(
     "--discount-fallback",
     is_flag=True,
@@ -68,7 +76,6 @@ def ngram_group() -> None:
 )
 @prepared_dir_option
 def build(
-    positional: tuple[str, ...],
     corpus: str | None,
     out: Path | None,
     order: int,
@@ -80,8 +87,10 @@ def build(
     discount_fallback: bool,
     prepared_dir: Path | None,
 ) -> None:
-    """Build an n-gram model of the corpus's train split into the directory -o OUT."""
-    corpus, out = _corpus_and_out(positional, corpus, out)
+    """Build an n-gram model of the corpus's train split into the directory --out-dir DIR."""
+    corpus = corpus or DEFAULT_CORPUS
+    if out is None:
+        raise NslmError("give the directory to write the model to: --out-dir DIR")
     if not 1 <= order <= MAX_ORDER:
         raise NslmError(f"--order must be between 1 and {MAX_ORDER}, got {order}")
     if raw and tagged:
@@ -114,24 +123,24 @@ def build(
 
 @ngram_group.command("eval")
 @click.argument("model_path", metavar="MODEL", type=click.Path(path_type=Path))
-@click.option(
-    "--split",
-    type=click.Choice(["train", "valid", "test"]),
-    default="test",
-    show_default=True,
-    help="The split to score.",
+@split_option(
+    ("train", "valid", "test"),
+    help="Splits to score: train, valid, test [test]; with several, a table each and the "
+    "JSON keyed by split.",
 )
 @corpus_option(default=None, help="Corpus to score on [the model's own; wikitext-2 for ARPA].")
 @classes_option(default=None, help="Classes of the per-class rows [the model's own; all].")
-@click.option("--raw", is_flag=True, help="Score an ARPA MODEL on the raw text stream.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@out_option(
-    "Also write the JSON to this file (--output is the same option).", aliases=("--output",)
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="The corpus as raw text, as lmplz reads it (no preparation): for an ARPA MODEL.",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@out_option("Also write the JSON to this file.")
 @prepared_dir_option
 def evaluate(
     model_path: Path,
-    split: str,
+    splits: tuple[str, ...],
     corpus: str | None,
     classes: str | None,
     raw: bool,
@@ -144,6 +153,33 @@ def evaluate(
     meta = model.meta
     stream_kind = "raw" if raw else meta.get("stream", "prepared")
     corpus = corpus or meta.get("corpus", DEFAULT_CORPUS)
+    classes = classes or meta.get("classes", "all")
+    payloads = {}
+    for split in splits or ("test",):
+        payloads[split] = _score(
+            model, str(model_path), corpus, classes, prepared_dir, split, stream_kind
+        )
+    # one split: its payload; several: keyed by split
+    document = next(iter(payloads.values())) if len(payloads) == 1 else payloads
+    if out is not None:
+        write_json_atomic(out, document, indent=2)
+    if as_json:
+        click.echo(json_text(document, indent=2))
+        return
+    for split, payload in payloads.items():
+        _print_table(model, corpus, split, stream_kind, payload)
+
+
+def _score(
+    model: NgramModel,
+    model_path: str,
+    corpus: str,
+    classes: str,
+    prepared_dir: Path | None,
+    split: str,
+    stream_kind: str,
+) -> dict:
+    """The perplexity rows of one split, with what was scored and how long it took."""
     started = time.perf_counter()
     if stream_kind == "raw":
         lines = raw_lines(locate_corpus(corpus)[split])
@@ -155,34 +191,30 @@ def evaluate(
             "oov_tokens": oov,
         }
     else:
-        prepared = prepare_corpus(
-            corpus, classes or meta.get("classes", "all"), cache_root=prepared_dir
-        )
+        prepared = prepare_corpus(corpus, classes, cache_root=prepared_dir)
         log_probs = score_split(model, prepared, split, tagged=stream_kind == "tagged")
         result = class_perplexities(log_probs, prepared.splits[split], prepared)
     seconds = time.perf_counter() - started
-    zero = int(np.count_nonzero(np.isneginf(log_probs)))
-    payload = {
-        "model": str(model_path),
-        "method": meta.get("method"),
+    return {
+        "model": model_path,
+        "method": model.meta.get("method"),
         "order": model.order,
         "stream": stream_kind,
         "split": split,
-        "zero_probability_tokens": zero,
+        "zero_probability_tokens": int(np.count_nonzero(np.isneginf(log_probs))),
         "seconds": round(seconds, 3),
         "rows": result,
     }
-    if out is not None:
-        write_json_atomic(out, payload, indent=2)
-    if as_json:
-        click.echo(json_text(payload, indent=2))
-        return
-    table = Table(
-        title=f"{model.order}-gram {meta.get('method')} on {corpus} {split} ({stream_kind})"
-    )
+
+
+def _print_table(
+    model: NgramModel, corpus: str, split: str, stream_kind: str, payload: dict
+) -> None:
+    method = model.meta.get("method")
+    table = Table(title=f"{model.order}-gram {method} on {corpus} {split} ({stream_kind})")
     for col in ("row", "perplexity", "tokens"):
         table.add_column(col, justify="left" if col == "row" else "right")
-    for name, row in result.items():
+    for name, row in payload["rows"].items():
         if isinstance(row, dict):
             ppl = row["ppl"]
             shown = "inf" if ppl == math.inf else ("-" if math.isnan(ppl) else f"{ppl:,.2f}")
@@ -190,6 +222,7 @@ def evaluate(
     Console().print(table)
     if stream_kind == "tagged":
         Console().print("tagged stream: a class row is the perplexity of P(class tag | history)")
+    zero = payload["zero_probability_tokens"]
     if zero:
         Console().print(
             f"{zero:,} tokens got probability 0 (unseen n-grams), so the perplexity is infinite"
@@ -198,38 +231,12 @@ def evaluate(
 
 @ngram_group.command("export-arpa")
 @click.argument("model_path", metavar="MODEL", type=click.Path(path_type=Path))
-@click.argument(
-    "out_arg", metavar="[OUT]", required=False, type=click.Path(dir_okay=False, path_type=Path)
-)
-@out_option("The ARPA file to write (or give it as OUT).")
-def export_arpa(model_path: Path, out_arg: Path | None, out: Path | None) -> None:
-    """Write MODEL as an ARPA file -o OUT (readable by KenLM, SRILM, …)."""
-    if out and out_arg and out != out_arg:
-        raise NslmError(f"two outputs given: -o {out} and {out_arg}; give one")
-    out = out or out_arg
-    if out is None:
-        raise NslmError("give the ARPA file to write: -o FILE")
+@out_option("The ARPA file to write.", required=True)
+def export_arpa(model_path: Path, out: Path) -> None:
+    """Write MODEL as an ARPA file -o FILE (readable by KenLM, SRILM, …)."""
     model = load_model(model_path)
     write_arpa(model, out)
     Console(stderr=True).print(f"wrote {out} ({', '.join(f'{n:,}' for n in model.sizes())})")
-
-
-def _corpus_and_out(
-    positional: tuple[str, ...], corpus: str | None, out: Path | None
-) -> tuple[str, Path]:
-    """``build CORPUS OUT``, ``build --corpus C -o OUT`` or a mix (``build --corpus C OUT``)."""
-    given = list(positional)
-    if len(given) > 2:
-        raise NslmError(f"too many arguments: {' '.join(given)} (give --corpus and -o)")
-    if corpus is None and given:
-        corpus = given.pop(0)
-    if out is None and given:
-        out = Path(given.pop(0))
-    if given:
-        raise NslmError(f"unexpected argument {given[0]!r}: --corpus and -o are given")
-    if corpus is None or out is None:
-        raise NslmError("give the corpus and where to write: --corpus NAME|DIR -o DIR")
-    return corpus, out
 
 
 def load_model(path: Path) -> NgramModel:

@@ -1,12 +1,16 @@
 """Click options and checks that several commands share, so that one job has one spelling.
 
-- the corpus: ``--corpus NAME|DIR`` (``data prepare``, ``data stats`` and ``ngram build``
-  also take it as a positional, as documented);
-- what is written: ``-o/--out``;
+The vocabulary (tests/cli/test_cli_vocabulary.py holds it as a table and checks the command tree
+against it): each concept one spelling, each spelling one concept, no hidden aliases.
+
+- the corpus: ``--corpus NAME|DIR``, on every command that reads one;
+- where output goes: ``-o/--out FILE`` for a file, ``--out-dir DIR`` for a folder of files,
+  ``--run-dir DIR`` for the training run that ``train`` and ``demo`` write;
+- a config file: ``--config FILE``;
 - lists: every list option takes repetition and commas alike (``--only year,city`` is
   ``--only year --only city``), through :func:`names_callback`;
-- prepared corpora: ``--prepared-dir`` (``--cache-dir`` stays accepted, hidden, since
-  ``--cache`` means the neural cache of ``nslm eval``);
+- splits: ``--split SPLIT[,SPLIT]``, a list;
+- prepared corpora: ``--prepared-dir`` (``--cache`` is the neural cache of ``nslm eval``);
 - a training run: :data:`run_argument`, one message for a path that is not a run;
 - text: ``--input-format plain|tokenized`` for what a command reads, ``--output-format
   plain|tokenized`` for the words it writes (:mod:`nslm.data.text`);
@@ -16,15 +20,17 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from nslm.data.tagging import CLASS_CHOICES
 from nslm.errors import NslmError
+
+if TYPE_CHECKING:
+    from nslm.runs.kinds import RunRef
 
 DEFAULT_CORPUS = "wikitext-2"
 
@@ -69,31 +75,12 @@ def list_option(*flags: str, help: str, choices: Sequence[str] | None = None, **
     )
 
 
-def hidden_alias(flag: str, of: str, **attrs: Any) -> Callable[[Callable], Callable]:
-    """A hidden option ``flag`` that fills the parameter ``of`` when that one is not given:
-    an old spelling stays accepted without cluttering ``--help``."""
-    alias = f"alias_of_{of}"
-
-    def decorate(command: Callable) -> Callable:
-        @functools.wraps(command)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            value = kwargs.pop(alias)
-            if value is not None and kwargs.get(of) is None:
-                kwargs[of] = value
-            return command(*args, **kwargs)
-
-        return click.option(flag, alias, hidden=True, default=None, **attrs)(wrapper)
-
-    return decorate
-
-
 def prepared_dir_option(command: Callable) -> Callable:
-    """``--prepared-dir DIR`` (``--cache-dir`` accepted, hidden) → ``prepared_dir``."""
-    kind = click.Path(file_okay=False, path_type=Path)
-    command = hidden_alias("--cache-dir", "prepared_dir", type=kind)(command)
+    """``--prepared-dir DIR`` → ``prepared_dir``."""
     return click.option(
         "--prepared-dir",
-        type=kind,
+        type=click.Path(file_okay=False, path_type=Path),
+        metavar="DIR",
         default=None,
         help="Where prepared corpora are cached [$NSLM_CACHE_DIR or ~/.cache/nslm/prepared].",
     )(command)
@@ -119,36 +106,59 @@ def classes_option(default: str | None = "all", help: str = "Which classes to ta
     )
 
 
-def out_option(help: str, *, directory: bool = False, required: bool = False, aliases=()):
-    """``-o/--out PATH``: where a command writes its file (or directory)."""
-    if directory:
-        kind = click.Path(file_okay=False, path_type=Path)
-    else:
-        kind = click.Path(dir_okay=False, path_type=Path)
+def out_option(help: str, *, required: bool = False):
+    """``-o/--out FILE``: the file a command writes."""
     return click.option(
-        "-o", "--out", *aliases, "out", type=kind, default=None, required=required, help=help
+        "-o",
+        "--out",
+        "out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE",
+        default=None,
+        required=required,
+        help=help,
+    )
+
+
+def out_dir_option(help: str):
+    """``--out-dir DIR``: the folder a command writes its files into (→ ``out``)."""
+    return click.option(
+        "--out-dir",
+        "out",
+        type=click.Path(file_okay=False, path_type=Path),
+        metavar="DIR",
+        default=None,
+        help=help,
     )
 
 
 def run_dir_option(help: str, default: Path | None = None):
-    """``-o/--out DIR`` (``--run-dir`` the same option): the run a command writes."""
+    """``--run-dir DIR``: the training run a command writes (train, demo)."""
     return click.option(
-        "-o",
-        "--out",
         "--run-dir",
         "run_dir",
         type=click.Path(file_okay=False, path_type=Path),
+        metavar="DIR",
         default=default,
         show_default=default is not None,
         help=help,
     )
 
 
-def pick_corpus(option: str | None, positional: str | None, default: str = DEFAULT_CORPUS) -> str:
-    """The corpus given as ``--corpus`` or as the documented positional, not both."""
-    if option and positional and option != positional:
-        raise NslmError(f"two corpora given: --corpus {option} and {positional}; give one")
-    return option or positional or default
+def config_option(help: str):
+    """``--config FILE``: the TOML file that configures a command's run."""
+    return click.option(
+        "--config",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE",
+        default=None,
+        help=help,
+    )
+
+
+def split_option(choices: Sequence[str], help: str):
+    """``--split SPLIT[,SPLIT]``: the splits a command scores (a list)."""
+    return list_option("--split", "splits", choices=choices, metavar="SPLIT[,SPLIT]", help=help)
 
 
 # -- which model: eval and generate -----------------------------------------------------------
@@ -169,20 +179,18 @@ def model_option(what: str) -> Callable:
     )
 
 
-def use_nslm(run: Path, model_kind: str, command: str) -> bool:
+def use_nslm(run: RunRef, model_kind: str, command: str) -> bool:
     """Whether the NSLM is used; with ``auto``, say which and why on stderr (one line)."""
-    micro = Path(run) / "micro.json"
+    micro = run / "micro.json"
     if model_kind == "nslm":
-        if is_byte_run(run):
+        if run.kind == "byte":
             raise NslmError(f"{run} is a byte LM: it has no classes, so no NSLM")
-        if not micro.is_file():
+        if not run.has_micro:
             raise NslmError(f"the NSLM needs {micro}: run 'nslm micro fit {run}' first")
         return True
-    if model_kind == "neural":
+    if model_kind == "neural" or run.kind == "byte":  # a byte LM has no classes: no NSLM
         return False
-    if is_byte_run(run):  # a byte LM has no classes, so no NSLM: nothing to say
-        return False
-    if micro.is_file():
+    if run.has_micro:
         click.echo(
             f"{command}: using the NSLM: {micro} found (--model neural: heads only)", err=True
         )
@@ -194,53 +202,29 @@ def use_nslm(run: Path, model_kind: str, command: str) -> bool:
     return False
 
 
-# -- training runs ---------------------------------------------------------------------------
-
-
-def no_run_message(path: Path | str) -> str:
-    return f"no run at {path} (expected a directory with config.json; train one with 'nslm train')"
-
-
-def is_run(path: Path | str) -> bool:
-    return (Path(path) / "config.json").is_file()
-
-
-def check_run(path: Path | str) -> Path:
-    """``path`` as a run directory, or the one error every command gives for a non-run
-    (checked before the library's ``load_run``, whose message differs). Its config.json is
-    read too: a damaged one is a one-line error here, before any command's own work."""
-    from nslm.config import read_config_json
-
-    path = Path(path)
-    if not is_run(path):
-        raise NslmError(no_run_message(path))
-    read_config_json(path / "config.json")
-    return path
+# -- models on disk --------------------------------------------------------------------------
 
 
 class RunDir(click.ParamType):
-    """A training run directory (one holding config.json)."""
+    """A training run directory (one holding config.json) or, with ``ngram``, also an n-gram
+    model: converted once to a :class:`~nslm.runs.kinds.RunRef` that knows its kind."""
 
     name = "run"
 
+    def __init__(self, ngram: bool = False) -> None:
+        self.ngram = ngram
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        from nslm.runs.kinds import RunRef, locate_run
+
+        if isinstance(value, RunRef):
+            return value
         # NslmError, not click's BadParameter: the message is the same for every command.
-        return check_run(value)
+        return locate_run(value, ngram=self.ngram)
 
 
-def run_argument(required: bool = True):
-    return click.argument("run", type=RunDir(), required=required)
-
-
-def is_byte_run(run: Path) -> bool:
-    """Whether RUN is a training run of a byte LM (its config names a byte corpus)."""
-    from nslm.byte_lm.data import is_byte_corpus
-    from nslm.config import read_config_json
-
-    saved = Path(run) / "config.json"
-    if not saved.is_file():
-        return False
-    return is_byte_corpus(read_config_json(saved).corpus)
+def run_argument(required: bool = True, ngram: bool = False):
+    return click.argument("run", type=RunDir(ngram), required=required)
 
 
 # -- text in and out: one spelling on every command that reads or writes words (docs/text.md)
@@ -262,6 +246,20 @@ output_format_option = click.option(
     help="How words are written back: plain text, or the model's tokens "
     "(as the corpus writes them).",
 )
+
+
+def open_vocab_option(what: str):
+    """``--open-vocab/--closed-vocab``: NSLM-open (RUN/open.json), where members outside the
+    vocabulary take part; the default is open when the run has it."""
+    return click.option(
+        "--open-vocab/--closed-vocab",
+        "open_vocab",
+        default=None,
+        help=f"{what} NSLM-open, where years, numbers and places outside the vocabulary take "
+        "part (new members marked *), from RUN/open.json ('nslm micro fit RUN' writes it) "
+        "[open when RUN/open.json exists, else closed].",
+    )
+
 
 micro_kind_option = click.option(
     "--micro",

@@ -1,4 +1,4 @@
-"""``nslm predict RUN PROMPT``: the top-k next tokens under the NNLM and the NSLM."""
+"""``nslm predict RUN PROMPT``: the N best next tokens under the NNLM and the NSLM."""
 
 from __future__ import annotations
 
@@ -6,22 +6,27 @@ from pathlib import Path
 
 import click
 
-from nslm.cli.options import input_format_option, micro_kind_option, run_argument
+from nslm.cli.options import (
+    input_format_option,
+    micro_kind_option,
+    open_vocab_option,
+    run_argument,
+)
 from nslm.errors import NslmError
-from nslm.json_policy import json_text
+from nslm.files.json_policy import json_text
 
 
 @click.command("predict")
 @run_argument()
 @click.argument("prompt")
 @click.option(
-    "-k",
-    "--top-k",
+    "--n-best",
     "k",
     type=click.IntRange(1, 100),
     default=10,
     show_default=True,
-    help="How many next tokens to list: the k likeliest.",
+    metavar="N",
+    help="How many next tokens to list: the N likeliest.",
 )
 @click.option(
     "--lambda",
@@ -32,14 +37,7 @@ from nslm.json_policy import json_text
 )
 @micro_kind_option
 @input_format_option
-@click.option(
-    "--open-vocab/--closed-vocab",
-    "open_vocab",
-    default=None,
-    help="Also list NSLM-open's top-k, where years, numbers and places outside the "
-    "vocabulary compete (new members marked *), from RUN/open.json ('nslm micro fit RUN' "
-    "writes it) [open when RUN/open.json exists, else closed].",
-)
+@open_vocab_option("Also list the N best of")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict_command(
     run: Path,
@@ -51,7 +49,7 @@ def predict_command(
     input_format: str = "plain",
     open_vocab: bool | None = None,
 ) -> None:
-    """Top-k next tokens of PROMPT under the NNLM and the NSLM, with P(class) × P_MM.
+    """The N best next tokens of PROMPT under the NNLM and the NSLM, with P(class) × P_MM.
 
     PROMPT is plain text ("in 1914, and died in"), tokenized by the run's rules; the first
     line shows how it was read. The lists show tokens as the model sees them. Needs

@@ -12,8 +12,8 @@ from nslm.cli.intervention_options import (
     intervention_options,
     wants_intervention,
 )
-from nslm.cli.options import out_option, run_argument
-from nslm.json_policy import json_text
+from nslm.cli.options import out_dir_option, run_argument
+from nslm.files.json_policy import json_text
 
 _batch = click.option(
     "--batch-size",
@@ -60,7 +60,7 @@ def probe_group() -> None:
 @probe_group.command("sentiment")
 @run_argument()
 @click.option(
-    "--data",
+    "--dataset",
     "dataset",
     type=click.Choice(["sst2", "imdb"]),
     default="sst2",
@@ -74,14 +74,14 @@ def probe_group() -> None:
     help="Read only each text's last N bytes [IMDB: 128; SST-2: the whole sentence].",
 )
 @click.option(
-    "--train",
+    "--train-texts",
     "n_train",
     type=click.IntRange(1),
     default=None,
     help="Train texts: the first N [SST-2: all 6,920; IMDB: 2,000 of the shuffled train file].",
 )
 @click.option(
-    "--dev",
+    "--dev-texts",
     "n_dev",
     type=click.IntRange(1),
     default=500,
@@ -89,7 +89,7 @@ def probe_group() -> None:
     help="IMDB dev reviews, from the shuffled train file after the train ones.",
 )
 @click.option(
-    "--test",
+    "--test-texts",
     "n_test",
     type=click.IntRange(1),
     default=None,
@@ -97,14 +97,13 @@ def probe_group() -> None:
 )
 @click.option("--no-bow", is_flag=True, help="Skip the TF-IDF bag-of-words baseline.")
 @click.option(
-    "--raw",
+    "--verbatim",
     is_flag=True,
-    help="Read the texts as they are: no review framing, SST-2 left PTB-tokenised.",
+    help="Read the texts verbatim: no review framing, SST-2 left PTB-tokenised.",
 )
-@out_option(
-    "Folder for the summary, probes and figures [RUN/probes/sentiment-DATA, "
-    "sentiment-DATA-intervened with --ablate, --clamp or --steer].",
-    directory=True,
+@out_dir_option(
+    "Folder for the summary, probes and figures [RUN/probes/sentiment-DATASET, "
+    "sentiment-DATASET-intervened with --ablate, --clamp or --steer]."
 )
 @_batch
 @_no_figures
@@ -118,7 +117,7 @@ def sentiment_command(
     n_dev: int,
     n_test: int | None,
     no_bow: bool,
-    raw: bool,
+    verbatim: bool,
     out: Path | None,
     batch_size: int,
     no_figures: bool,
@@ -128,7 +127,7 @@ def sentiment_command(
     """Sentiment probe: final cell, mean cell, mean hidden state and both means of each text.
 
     Each text is read as a review in the LM's training stream (after the separator, then a
-    space); SST-2 is detokenised first (``--raw``: neither).
+    space); SST-2 is detokenised first (``--verbatim``: neither).
 
     Per feature, L1 logistic regression with C chosen on dev; test accuracy, non-zero
     weights, and the neuron with the largest |weight| thresholded alone (on train). The
@@ -152,7 +151,7 @@ def sentiment_command(
         batch_size=batch_size,
         bow=not no_bow,
         figures=not no_figures,
-        raw=raw,
+        raw=verbatim,
         log=_log,
     )
     click.echo(json_text(summary) if as_json else render_sentiment(summary))
@@ -197,7 +196,7 @@ def render_sentiment(s: dict) -> str:
     help="Bytes of EWT train (whole sentences, seeded order) the probes fit on.",
 )
 @click.option(
-    "--test",
+    "--test-texts",
     "n_test",
     type=click.IntRange(1),
     default=None,
@@ -209,7 +208,7 @@ def render_sentiment(s: dict) -> str:
     type=click.Choice(["grouped", "ungrouped", "both"]),
     default="both",
     show_default=True,
-    help="The seed's grouped tags (NNS→NN, VB*→VB, …), raw XPOS, or both.",
+    help="Carvalho's grouped tags (NNS→NN, VB*→VB, …), raw XPOS, or both.",
 )
 @click.option(
     "-C",
@@ -218,10 +217,9 @@ def render_sentiment(s: dict) -> str:
     default=None,
     help="Inverse L1 strength of every tag's classifier [0.03].",
 )
-@out_option(
+@out_dir_option(
     "Folder for the summaries, probes and figures [RUN/probes/pos, pos-intervened with "
-    "--ablate, --clamp or --steer].",
-    directory=True,
+    "--ablate, --clamp or --steer]."
 )
 @_batch
 @_no_figures

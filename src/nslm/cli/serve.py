@@ -33,7 +33,8 @@ from nslm.errors import NslmError
     help="Longest prompt, prime or review a request may send (characters).",
 )
 @click.option(
-    "--max-tokens",
+    "--max-request-tokens",
+    "max_tokens",
     type=click.IntRange(1),
     default=200,
     show_default=True,

@@ -1,4 +1,5 @@
-"""``nslm train CONFIG [--set key=value]… [-o RUN]`` and ``nslm train --resume RUN``."""
+"""``nslm train --config FILE [--set key=value]… [--run-dir DIR]`` and
+``nslm train --resume RUN``."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from nslm.cli.options import check_run, run_dir_option
+from nslm.cli.options import config_option, run_dir_option
 from nslm.errors import NslmError
+from nslm.runs.kinds import locate_run
 
 if TYPE_CHECKING:
     from nslm.config import TrainConfig
@@ -97,15 +99,10 @@ def _launch_processes(cfg: TrainConfig, processes: int, args: list[str]) -> bool
     return True
 
 
-def _resume_launch(resume_dir: Path) -> bool:
+def _resume_launch(resume_dir: Path, cfg: TrainConfig) -> bool:
     """``--resume`` of a DDP run: relaunch as many ranks as its last checkpoint had."""
-    from nslm.config import read_config_json
     from nslm.training import checkpoint as ck
 
-    saved = resume_dir / "config.json"
-    if not saved.is_file():
-        return False  # the trainer reports what is missing
-    cfg = read_config_json(saved)
     latest = ck.latest_checkpoint(resume_dir)
     if latest is None:
         raise NslmError(f"nothing to resume in {resume_dir}: no checkpoint yet")
@@ -115,13 +112,14 @@ def _resume_launch(resume_dir: Path) -> bool:
 
 
 @click.command("train")
-@click.argument("config", required=False, type=click.Path(path_type=Path))
+@config_option("The training config (TOML; see configs/); required unless --resume.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key.")
-@run_dir_option("Where to write the run (--run-dir is the same option) [runs/<config>-<time>].")
+@run_dir_option("Where to write the run [runs/<config>-<time>].")
 @click.option(
     "--resume",
     "resume_dir",
     type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
     default=None,
     help="Continue the run in this directory from its last checkpoint.",
 )
@@ -158,16 +156,16 @@ def train_command(
     if resume_dir is not None:
         if config is not None or overrides or init_vectors is not None:
             raise NslmError(
-                "--resume takes the run's own config; drop CONFIG, --set, --device and "
+                "--resume takes the run's own config; drop --config, --set, --device and "
                 "--init-vectors"
             )
-        check_run(resume_dir)
+        ref = locate_run(resume_dir)  # a run, or the one error every command gives
         cfg, target = None, resume_dir
-        if _resume_launch(resume_dir):
+        if _resume_launch(resume_dir, ref.cfg):
             return
     else:
         cfg, target = _new_run(config, overrides, run_dir, init_vectors)
-        args = [str(config), *(x for o in overrides for x in ("--set", o))]
+        args = ["--config", str(config), *(x for o in overrides for x in ("--set", o))]
         args += ["--run-dir", str(target)]
         if init_vectors is not None:
             args += ["--init-vectors", str(init_vectors)]
@@ -175,7 +173,7 @@ def train_command(
             return
     results = train(cfg, target, resume=resume_dir is not None)  # type: ignore[arg-type]
     if results and int(os.environ.get("RANK", "0")) == 0:
-        from nslm.json_policy import json_text
+        from nslm.files.json_policy import json_text
 
         click.echo(json_text({"run_dir": str(target), **results}))
         if results.get("pos_model"):  # a word+POS run: its comparison table too
@@ -195,7 +193,7 @@ def _new_run(
     from nslm.models.pretrained import packaged_dim
 
     if config is None:
-        raise NslmError("give a CONFIG file (see configs/) or --resume RUN_DIR")
+        raise NslmError("give --config FILE (see configs/) or --resume RUN_DIR")
     _refuse_experiment_config(config)
     cfg = load_config(config, overrides)
     if init_vectors is not None and packaged_dim(str(init_vectors)) is None:
@@ -208,7 +206,7 @@ def _new_run(
         raise NslmError(f"vector file not found: {cfg.init_vectors}")
     if run_dir is None:
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-            raise NslmError("under torchrun, give -o/--out so every rank uses the same run dir")
+            raise NslmError("under torchrun, give --run-dir so every rank uses the same run dir")
         run_dir = Path("runs") / f"{config.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     if (run_dir / "latest.json").exists():
         raise NslmError(f"{run_dir} already holds a run; use --resume or a new dir")

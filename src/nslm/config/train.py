@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,11 +127,6 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-# Old key → new key. eval_tokens limited test at the end of training and, when valid_tokens
-# was 0, validation too: it now sets test_tokens, and valid_tokens unless that is given.
-RENAMED = {"eval_tokens": "test_tokens"}
-
-
 def valid_keys() -> list[str]:
     return [f.name for f in dataclasses.fields(TrainConfig)]
 
@@ -171,7 +165,7 @@ def _parse_override(item: str) -> tuple[str, Any]:
     if "=" not in item:
         raise NslmError(f"--set wants key=value, got {item!r}")
     key, raw = (s.strip() for s in item.split("=", 1))
-    if key not in valid_keys() and key not in RENAMED:
+    if key not in valid_keys():
         raise _unknown(key)
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
@@ -180,29 +174,8 @@ def _parse_override(item: str) -> tuple[str, Any]:
     return key, value
 
 
-def _renamed(values: dict[str, Any], *, warn: bool) -> dict[str, Any]:
-    """``values`` with the old key names replaced (one warning line each when ``warn``)."""
-    values = dict(values)
-    for old, new in RENAMED.items():
-        if old not in values:
-            continue
-        value = values.pop(old)
-        if warn:
-            print(
-                f"warning: config key {old!r} is deprecated; it is now {new!r} (a prefix of test "
-                "scored after training; 'valid_tokens' limits validation)",
-                file=sys.stderr,
-            )
-        values.setdefault(new, value)
-        if old == "eval_tokens" and not values.get("valid_tokens"):
-            values["valid_tokens"] = value
-    return values
-
-
-def build_config(values: dict[str, Any], *, warn: bool = True) -> TrainConfig:
-    """A validated :class:`TrainConfig` from a flat mapping of overrides (old key names are
-    accepted, with a warning unless ``warn`` is False)."""
-    values = _renamed(values, warn=warn)
+def build_config(values: dict[str, Any]) -> TrainConfig:
+    """A validated :class:`TrainConfig` from a flat mapping of overrides."""
     kwargs: dict[str, Any] = {}
     for key, value in values.items():
         if key not in valid_keys():
@@ -262,8 +235,7 @@ def config_from_json(text: str) -> TrainConfig:
         raise NslmError(f"malformed config.json: {exc}") from None
     if not isinstance(values, dict):
         raise NslmError("malformed config.json: not a JSON object")
-    # A run trained before a key's rename: the user cannot edit it, so no warning.
-    return build_config(values, warn=False)
+    return build_config(values)
 
 
 def read_config_json(path: Path) -> TrainConfig:

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from nslm.atomic import pid_alive
 from nslm.data import conversions, custom, numbers, places, tagging, units, vocab
 from nslm.data.conversions import learn_unit_map, plausible_conversions, unit_map_json
 from nslm.data.corpus import PreparedCorpus, Split
@@ -31,6 +30,7 @@ from nslm.data.textfile import read_text
 from nslm.data.units import Unit
 from nslm.data.vocab import Vocabulary
 from nslm.errors import NslmError
+from nslm.files.atomic import pid_alive
 
 _RULE_MODULES = (conversions, custom, numbers, places, tagging, units, vocab)
 FORMAT_VERSION = 1

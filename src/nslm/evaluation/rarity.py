@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from nslm.atomic import write_bytes_atomic
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.evaluation.class_perplexity import AGGREGATES
 from nslm.evaluation.columns import ColumnSource
 from nslm.evaluation.tables import fmt_ppl, table_classes
+from nslm.files.atomic import write_bytes_atomic
 from nslm.perplexity import perplexity
 
 # Training-count buckets: (label, lowest count, highest count or None for no bound)

@@ -36,12 +36,12 @@ MIN_N = 10  # below this the test split has one pair or none
 def check_sizes(ns: list[int] | tuple[int, ...]) -> list[int]:
     """The corpus sizes to run, checked: at least one, each ≥ :data:`MIN_N`, no repeats."""
     if not ns:
-        raise NslmError("give at least one corpus size, e.g. --n 100 1000 10000")
+        raise NslmError("give at least one corpus size, e.g. --sizes 100,1000,10000")
     for n in ns:
         if n < MIN_N:
             raise NslmError(f"N = {n}: the increment corpus needs N ≥ {MIN_N} pairs")
     if len(set(ns)) != len(ns):
-        raise NslmError(f"a corpus size is given twice: {' '.join(map(str, ns))}")
+        raise NslmError(f"a corpus size is given twice: {','.join(map(str, ns))}")
     return list(ns)
 
 

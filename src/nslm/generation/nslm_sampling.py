@@ -177,13 +177,20 @@ class NslmStepper:
 
     def advance(self, token_id: int, cls: int) -> None:
         """Feed the token (read as ``cls``) to the backbone and to the micro contexts."""
-        self._track_article(token_id)
         value, coords = np.nan, np.full(2, np.nan)
         string = self.corpus.vocab.itos[token_id]
         if cls > 0:
             # the type's attributes, as V_c's candidates carry them (micro.classdata)
             value = number_value(string) if is_number(string) else np.nan
             coords = self._type_coords[token_id]
+        self._advance(token_id, cls, value, coords, string)
+
+    def _advance(
+        self, token_id: int, cls: int, value: float, coords: np.ndarray, string: str
+    ) -> None:
+        """Feed ``token_id`` to the backbone; the contexts record it as class ``cls`` with
+        ``value`` and ``coords``; ``string`` is the token as written (the text so far)."""
+        self._track_article(token_id)
         self.contexts.observe(self.position, token_id, cls, value, coords)
         self._text = [] if token_id == self.eos_id else [*self._text[-LOOKBACK:], string]
         self.contexts.set_convert_target(pending_conversion(self._text, self._unit_map))
@@ -203,8 +210,12 @@ class NslmStepper:
             return
         itos = self.corpus.vocab.itos
         if len(self._line) == 1 and itos[self._line[0]] == "=" and itos[token_id] != "=":
-            self.contexts.clear()
+            self._new_article()
         self._line.append(token_id)
+
+    def _new_article(self) -> None:
+        """What a new article forgets: the classes' previous tokens."""
+        self.contexts.clear()
 
 
 def choose_reading(stepper: NslmStepper, token_id: int, sampler: Sampler) -> int:

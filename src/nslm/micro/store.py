@@ -12,9 +12,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from nslm.atomic import write_json_atomic
 from nslm.data.corpus import PreparedCorpus
 from nslm.errors import NslmError
+from nslm.files.atomic import write_json_atomic
 from nslm.micro.classdata import ClassData, builtin_class, regex_class, vocabulary_fingerprint
 from nslm.micro.model import MicroModel
 from nslm.micro.selection import ClassSelection

@@ -59,10 +59,9 @@ CACHE, CLASS_CACHE, UNIGRAM_CACHE = "cache", "class cache", "unigram cache"
 # these, so the EM would only find them again); NSLM-context's Eq. 4 comes from its source.
 MODELS = ("NNLM", "NSLM-pure", "5-gram", "5-gram NSLM", "CRNN")
 CONTEXT = "NSLM-context-pure"
-# The neural cache's windows stop at 500: each 1,000 of window costs about a third of an
-# NNLM pass over the split (2.4 s against 7.1 s on WikiText-2 test, one thread), and
-# NSLM-best is held to 1.6 NNLM passes, which a 1,000 window overran (×1.64); the class and
-# unigram caches reach further (BENCHMARKS.md, "The best NSLM").
+# The neural cache's windows stop at 500: its cost grows with the window, and NSLM-best is
+# held to 1.6 NNLM passes, which a window of 1,000 overran; the class and unigram caches,
+# cheaper per position, reach further (BENCHMARKS.md, "The best NSLM", has the timings).
 BEST_GRID = CacheGrid(windows=(250, 500), thetas=(0.25, 0.5, 0.75, 1.0))
 CLASS_GRID = CacheGrid(windows=(2000, 5000, 10000, 20000), thetas=(0.25, 0.5, 0.75, 1.0))
 UNIGRAM_WINDOWS = (1000, 3000, 10000)
@@ -235,7 +234,7 @@ class BestSource(ColumnSource):
             usable &= self._mask
         positions = np.flatnonzero(usable)
         positions = positions[positions >= 2]  # where the neural cache has a memory
-        if positions.size == 0:  # e.g. a --max-tokens prefix without the table's classes
+        if positions.size == 0:  # e.g. a --prefix-tokens prefix without the table's classes
             return
         at = stacked[:, positions]
         alone = {n: perplexity(at[i]) for i, n in enumerate(names)}

@@ -64,8 +64,8 @@ def cache_probs_grid(
 
     One matrix product per block of targets against every key the largest window can see
     serves the whole grid: a smaller window is a slice of its columns, a θ a rescaling. The
-    product runs in ``dtype``; float32 is ~2.5× faster at a relative error of ~1e-5. The
-    rest is kept to a few passes over each block (measured: it cost 3× the product): the
+    product runs in ``dtype`` (float32: the faster, at a relative error of ~1e-5). The
+    rest is kept to a few passes over each block, since it can cost more than the product: the
     window is an additive 0/−inf mask (one band, reused, for the usual full contiguous
     block), and the matching keys, few per row, are gathered instead of masked.
     """

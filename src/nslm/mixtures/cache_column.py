@@ -149,7 +149,7 @@ class CacheSource(ColumnSource):
         mask = scored if self._mask is None else scored & self._mask
         positions = np.flatnonzero(mask)
         positions = positions[positions >= 1]
-        if positions.size == 0:  # e.g. a --max-tokens prefix without the table's classes
+        if positions.size == 0:  # e.g. a --prefix-tokens prefix without the table's classes
             self.choices[self._table] = {}
             return
         probs = self.probs_at(split, positions)

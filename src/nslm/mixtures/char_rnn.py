@@ -22,11 +22,11 @@ import torch
 from safetensors.torch import save
 from torch import nn
 
-from nslm.atomic import write_bytes_atomic, write_json_atomic
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.errors import NslmError
+from nslm.files.atomic import write_bytes_atomic, write_json_atomic
+from nslm.files.tensors import read_tensors
 from nslm.micro.history import previous_index
-from nslm.tensor_files import read_tensors
 
 PAD, END, SEP = 0, 1, 2  # SEP ends the context; the target's characters follow it
 

@@ -96,8 +96,7 @@ def lstm_state_chunks(
     ``nn.LSTM`` returns the hidden state of every step but the cell state of the last one
     only, so the fused LSTM runs one step at a time over the whole batch and the cell state
     is read after each step: exactly the model's own computation, and the batch dimension
-    keeps each step's matrix product large. (Recovering every c_t from one fused pass plus a
-    second matrix product for the gates was 2.3× slower here: 12 vs 28 kB/s at 512 units.)
+    keeps each step's matrix product large (docs/history.md, "Reading every cell state").
     """
     lstm = backbone.lstm
     if backbone.locked or lstm.num_layers != 1 or lstm.bidirectional or lstm.proj_size:

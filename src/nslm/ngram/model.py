@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nslm.atomic import remove_stale_temporaries, temporary_prefix
 from nslm.errors import NslmError
+from nslm.files.atomic import remove_stale_temporaries, temporary_prefix
 from nslm.ngram.counting import with_sentence_starts
 
 BOS = "<s>"

@@ -53,28 +53,26 @@ class RunView:
     """One run, loaded once; every method is safe to call from the server's threads."""
 
     def __init__(self, name: str, path: Path | str, limits: Limits | None = None) -> None:
-        from nslm.byte_lm.data import is_byte_corpus
-        from nslm.config import config_from_json
+        from nslm.runs.kinds import locate_run
 
         self.name, self.path, self.limits = name, Path(path), limits or Limits()
-        config = self.path / "config.json"
-        if not config.is_file():
-            raise NslmError(f"{self.path} is not a run directory (no config.json)")
-        cfg = config_from_json(config.read_text(encoding="utf-8"))
-        if cfg.model == "word-pos":
+        ref = locate_run(self.path)
+        if ref.kind == "word_pos":
             from nslm.word_pos.run import load_word_pos_run
 
             self.kind, self.loaded, self.micro = "word-pos", load_word_pos_run(self.path), {}
+            self.open_models: dict[str, Any] = {}
             self.form = "whitespace"  # its words are read and written as they are
         else:
             from nslm.runs.open import open_run
 
-            byte = is_byte_corpus(cfg.corpus)
+            byte = ref.kind == "byte"
             # threads=False: the server set torch's threads (one per request) before loading
             opened = open_run(self.path, micro="none" if byte else "auto", threads=False)
             self.loaded, self.micro, self.lam = opened.loaded, opened.micro, opened.lam
             self.kind = "byte" if byte else "nslm" if opened.has_micro else "word"
             self.form = "whitespace" if byte else opened.text_form
+            self.open_models = self._load_open() if opened.has_micro else {}
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, dict] = OrderedDict()
         self._predictions = Coalescer(self._predict_many)
@@ -138,13 +136,23 @@ class RunView:
         except Exception as exc:  # answered to its own request
             return exc
 
+    def _load_open(self) -> dict[str, Any]:
+        """The run's open micro-models (RUN/open.json), {} without them."""
+        from nslm.runs.open_micro import OPEN_FILE, load_run_open
+
+        if not (self.path / OPEN_FILE).is_file():
+            return {}
+        from nslm.runs.micro import load_run_micro
+
+        return load_run_open(self.loaded, load_run_micro(self.loaded))
+
     def _predict(
         self, prompts: list[str], k: int, within: int, input_format: str
     ) -> list[dict[str, Any]]:
         from nslm.generation.predict import predict_many
 
         # a run without micro-models answers with the NNLM's list alone (micro is {})
-        return predict_many(
+        got = predict_many(
             self.loaded,
             self.micro,
             prompts,
@@ -153,6 +161,21 @@ class RunView:
             n_within=within,
             input_format=input_format,
         )
+        if self.open_models:  # NSLM-open's list beside: new years, counts, places (marked)
+            from nslm.generation.open_predict import open_predict_many
+
+            opened = open_predict_many(
+                self.loaded,
+                self.micro,
+                self.open_models,
+                prompts,
+                k=k,
+                lam=self.lam,
+                input_format=input_format,
+            )
+            for result, extra in zip(got, opened, strict=True):
+                result["open"] = extra
+        return got
 
     # -- generation ----------------------------------------------------------------------------
 
@@ -221,6 +244,21 @@ class RunView:
         from nslm.generation.prompts import prompt_split
 
         vocab, names = self.loaded.corpus.vocab, self.loaded.corpus.class_names
+        if self.kind == "nslm" and self.open_models:  # new members can be drawn (marked)
+            from nslm.generation.open_sampling import OpenNslmStepper, generate_open
+
+            stepper = OpenNslmStepper(
+                self.loaded, self.micro, self.open_models, prompt, input_format
+            )
+            drawn_open = generate_open(stepper, max_tokens, sampler)
+            return list(stepper.prompt_tokens), [
+                {
+                    "token": g.string or vocab.itos[g.token_id],
+                    "class": names[g.cls] if g.cls else None,
+                    **({"new": True} if g.new else {}),
+                }
+                for g in drawn_open
+            ]
         if self.kind == "nslm":
             stepper = NslmStepper(self.loaded, self.micro, prompt, input_format)
             drawn = generate_with(stepper, max_tokens, sampler)

@@ -16,11 +16,11 @@ import json
 import math
 from pathlib import Path
 
-from nslm.atomic import write_bytes_atomic
 from nslm.errors import NslmError
+from nslm.files.atomic import write_bytes_atomic
+from nslm.files.json_policy import read_json
 from nslm.pages import sections
 from nslm.pages.html import esc, figure, matplotlib_png, number, page, table
-from nslm.runs.files import read_json
 
 Section = tuple[str, str, str]
 

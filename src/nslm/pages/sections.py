@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 
 from nslm.evaluation.tables import fmt_change
+from nslm.files.json_policy import read_json
 from nslm.micro.store import read_micro_json
 from nslm.pages.html import esc, figure, number, table
 from nslm.pages.paper import PAPER_MODELS, paper_row
-from nslm.runs.files import read_json
 
 Section = tuple[str, str, str]
 

@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field
 
 from nslm.data.text import INPUT_FORMATS, OUTPUT_FORMATS
 from nslm.errors import NslmError
+from nslm.files.json_policy import json_text
 from nslm.generation.sampling import SamplingConfig
-from nslm.json_policy import json_text
 from nslm.pages.explorer import Limits, RunView
 from nslm.pages.explorer_page import explorer_html
 
@@ -115,7 +115,7 @@ def _at_most(value: int, limit: int, what: str) -> int:
 
 
 class JSONText(Response):
-    """A JSON answer written once by :func:`nslm.json_policy.json_text` (non-finite floats as
+    """A JSON answer written once by :func:`nslm.files.json_policy.json_text` (non-finite floats as
     null): FastAPI's own encoding of a returned dict walks it twice more, ~3 ms of a 10 ms
     prediction with its class breakdown (measured on a tiny run)."""
 

@@ -2,8 +2,8 @@
 
 Why: besides its weights, a trained run needs what the prepared corpus knows about types and
 classes (the vocabulary, each V_c, values and coordinates, the training counts, the unit map
-of ``<convert>``). Reading them from the corpus tied ``predict`` and ``generate`` to a machine
-holding the raw corpus; the run now keeps them, written when training starts.
+of ``<convert>``). The run keeps them, written when training starts, so that ``predict`` and
+``generate`` need no machine holding the raw corpus.
 
 ``assets.json`` (format ``nslm-run-assets``, version 1)::
 
@@ -41,7 +41,6 @@ from typing import Any
 
 import numpy as np
 
-from nslm.atomic import write_bytes_atomic, write_json_atomic
 from nslm.byte_lm.data import is_byte_corpus, locate_byte_corpus
 from nslm.config import TrainConfig, class_rules_of
 from nslm.data.corpus import PreparedCorpus, Split
@@ -49,6 +48,7 @@ from nslm.data.locate import SPLITS, locate_corpus
 from nslm.data.prepare import prepare_corpus, prepared_cache_root
 from nslm.data.vocab import Vocabulary
 from nslm.errors import NslmError
+from nslm.files.atomic import write_bytes_atomic, write_json_atomic
 
 ASSETS_JSON = "assets.json"
 ASSETS_NPZ = "assets.npz"

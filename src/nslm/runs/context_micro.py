@@ -27,13 +27,13 @@ import torch
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save
 
-from nslm.atomic import write_bytes_atomic, write_json_atomic
 from nslm.errors import NslmError
+from nslm.files.atomic import write_bytes_atomic, write_json_atomic
+from nslm.files.json_policy import read_json
 from nslm.micro.context_model import ContextMicroModel, grid_components
 from nslm.micro.gated import compares_with_context
 from nslm.micro.model import MicroModel
 from nslm.micro.shifted import ShiftedMicroModel
-from nslm.runs.files import read_json
 from nslm.runs.load import LoadedRun
 from nslm.runs.micro import MICRO_FILE, load_run_micro
 

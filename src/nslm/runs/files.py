@@ -1,25 +1,14 @@
-"""The files of a run directory that training writes and every later stage reads: weights
-as safetensors (tied weights stored once) and metadata as JSON. Nothing is unpickled."""
+"""A model's weights file: its state dict as safetensors, tied weights stored once, and
+loaded back into a model checked against its shapes (the file I/O itself: nslm.files)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import torch
-from safetensors.torch import save
 
-from nslm.atomic import write_bytes_atomic
 from nslm.errors import NslmError
-from nslm.tensor_files import read_tensors
-
-
-def save_tensors_atomic(path: Path, tensors: dict[str, torch.Tensor]) -> None:
-    """Serialised in memory, then written as any file is (:func:`write_bytes_atomic`): a
-    failed write (a full disk) is an OSError that names the file, not safetensors' own."""
-    plain = {k: v.detach().contiguous().clone() for k, v in tensors.items()}
-    write_bytes_atomic(path, save(plain))
+from nslm.files.tensors import read_tensors
 
 
 def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -59,12 +48,3 @@ def _is_tied(model: torch.nn.Module, name: str) -> bool:
     sd = model.state_dict()
     ptr = sd[name].data_ptr()
     return any(k != name and v.data_ptr() == ptr for k, v in sd.items())
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise NslmError(f"missing file {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise NslmError(f"malformed JSON {path}: {exc}") from None

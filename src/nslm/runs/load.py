@@ -14,10 +14,11 @@ from nslm.config import TrainConfig, read_config_json
 from nslm.data.corpus import PreparedCorpus
 from nslm.data.text import text_form_of
 from nslm.errors import NslmError
+from nslm.files.json_policy import read_json
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
 from nslm.numerals.vocab import NumeralSpec
-from nslm.runs.files import load_model_tensors, read_json
+from nslm.runs.files import load_model_tensors
 from nslm.scores.classes import ClassFactor, class_factor
 from nslm.scores.passes import Scorer
 

@@ -21,13 +21,13 @@ from pathlib import Path
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save
 
-from nslm.atomic import write_bytes_atomic, write_json_atomic
 from nslm.errors import NslmError
+from nslm.files.atomic import write_bytes_atomic, write_json_atomic
+from nslm.files.json_policy import read_json
 from nslm.micro.model import MicroModel
 from nslm.micro.open_bases import OPEN_CLASSES
 from nslm.micro.open_set import OpenMicroModel
 from nslm.runs.context_micro import class_states, lm_fingerprint
-from nslm.runs.files import read_json
 from nslm.runs.load import LoadedRun
 from nslm.scores.spelling import SpellingModel, fit_spelling
 

@@ -35,8 +35,8 @@ from nslm.scores.split_scores import SplitScores
 
 def use_threads(threads: int) -> None:
     """Set torch's CPU threads (0 = leave the default). On a shared machine more threads than
-    free cores make torch's OpenMP workers spin: a 1×32 LSTM evaluated 100× slower with 2
-    threads than with 1 on the 2-core box while another job ran (measured)."""
+    free cores make torch's OpenMP workers spin, which slows a small model down by orders of
+    magnitude (docs/history.md, "Threads on a shared machine")."""
     if threads > 0:
         torch.set_num_threads(threads)
 

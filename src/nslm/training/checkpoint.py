@@ -30,15 +30,11 @@ from typing import Any
 
 import torch
 
-from nslm.atomic import write_json_atomic
 from nslm.errors import NslmError
-from nslm.runs.files import (  # the run directory's file formats, which training writes
-    load_model_tensors,
-    model_tensors,
-    read_json,
-    save_tensors_atomic,
-)
-from nslm.tensor_files import read_tensors
+from nslm.files.atomic import write_json_atomic
+from nslm.files.json_policy import read_json
+from nslm.files.tensors import read_tensors, save_tensors_atomic
+from nslm.runs.files import load_model_tensors, model_tensors  # a model's weights file
 
 __all__ = [
     "begin_checkpoint",

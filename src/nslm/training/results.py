@@ -2,7 +2,7 @@
 
 Per head the perplexity; for a byte LM also bits per byte (mean NLL in nats / ln 2) and
 next-byte accuracy (the argmax of the next-byte distribution is the byte that follows), as
-the seed byte LM reports its loss and accuracy (docs/byte-lm.md).
+Carvalho's byte LM reports its loss and accuracy (docs/byte-lm.md).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The universal tags: NOUN, VERB, ADJ, ADV, PRON, DET, ADP, NUM, CONJ, PRT, ``.`` (punctuation)
 and X (other). The map is written here from the tag definitions of the Brown Corpus manual
 (Francis and Kučera 1964/1979); every tag of the NLTK Brown corpus (472 of them) maps, and
-any other tag raises :class:`~nslm.errors.NslmError` (``tests/test_tagged_data.py`` reads the
-whole corpus).
+any other tag raises :class:`~nslm.errors.NslmError`
+(``tests/word_pos/test_tagged_data.py`` reads the whole corpus).
 
 A Brown tag is a base tag with decorations, undone in this order:
 

@@ -207,7 +207,7 @@ def _log_tag_given_word(counts: Tensor, k: float) -> Tensor:
 
 def eq12_alpha(word_probs: Tensor, tag_given_word: Tensor, tag_probs: Tensor) -> float:
     """Eq. 12 summed term by term over (w, p) — the brute force the docstring's α = 2 is
-    checked against (tests/test_word_pos_model.py)."""
+    checked against (tests/word_pos/test_word_pos_model.py)."""
     total = 0.0
     for w in range(word_probs.shape[0]):
         for p in range(tag_probs.shape[0]):

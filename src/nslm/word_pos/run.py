@@ -8,7 +8,6 @@ load, only to be scored.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +15,8 @@ import torch
 
 from nslm.config import TrainConfig, read_config_json
 from nslm.errors import NslmError
-from nslm.runs.files import load_model_tensors, read_json
+from nslm.files.json_policy import read_json
+from nslm.runs.files import load_model_tensors
 from nslm.word_pos.model import WordPosLM, WordPosSizes
 from nslm.word_pos.vocab import TaggedVocab
 
@@ -51,19 +51,6 @@ class WordPosRun:
     cfg: TrainConfig
     vocab: TaggedVocab
     model: WordPosLM
-
-
-def is_word_pos_run(run_dir: Path) -> bool:
-    """Whether ``run_dir``'s config.json names ``model = "word-pos"`` (False for a file that
-    is not a JSON object: the caller's own checks report it)."""
-    path = Path(run_dir) / "config.json"
-    if not path.is_file():
-        return False
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(config, dict) and config.get("model") == "word-pos"
 
 
 def load_word_pos_run(run_dir: Path | str, weights: str = "model.safetensors") -> WordPosRun:

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from nslm.config import TrainConfig
 from nslm.errors import NslmError
-from nslm.runs.files import read_json
+from nslm.files.json_policy import read_json
 from nslm.training import checkpoint as ck
 from nslm.word_pos.batches import SentenceBatch, batch_plan, epoch_batches
 from nslm.word_pos.model import model_inputs

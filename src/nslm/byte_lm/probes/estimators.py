@@ -2,7 +2,7 @@
 
 - :class:`L1Probe`: standardise the neurons, then an L1-penalised logistic regression; two
   classes give one classifier, more give one binary classifier per class (one-vs-rest, as
-  the seed's POS probes), each optionally restricted to a few neurons (the top-k tables).
+  Carvalho's POS probes), each optionally restricted to a few neurons (the top-k tables).
 - :class:`NeuronThreshold`: one neuron, one threshold fitted on train (the sentiment neuron).
 - :func:`fit_on_dev`: the regularisation C of an :class:`L1Probe` chosen on a dev split.
 
@@ -22,8 +22,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from nslm.atomic import write_json_atomic
 from nslm.errors import NslmError
+from nslm.files.atomic import write_json_atomic
 
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
 
@@ -92,7 +92,7 @@ class L1Probe(ClassifierMixin, BaseEstimator):
         scores = self.decision_function(X)
         if len(self.classes_) == 2:
             return self.classes_[(scores > 0).astype(np.int64)]
-        # the most probable class, as the seed's results take it. The seed's background also
+        # the most probable class, as Carvalho's results take it. Carvalho's background also
         # writes the argmax of L2-normalised scores (w/‖w‖, b/‖w‖); with 1–3 neurons that
         # rule let rare tags with one sharp neuron win everywhere (k=1: 0.01 vs 0.19 here)
         return self.classes_[np.argmax(scores, axis=1)]

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from nslm.atomic import write_json_atomic
 from nslm.byte_lm.labelled import SPACE, read_ewt
 from nslm.byte_lm.probes import plots
 from nslm.byte_lm.probes.estimators import save_probe
@@ -27,9 +26,10 @@ from nslm.byte_lm.probes.sentiment import (
     probe_sentiment,
     sst2_splits,
 )
+from nslm.files.atomic import write_json_atomic
 
 Log = Callable[[str], None]
-PLOT_TAGS = ("VB", "NN", "RB", "SPACE")  # the seed's examples (VB, RB, SPACE) and the nouns
+PLOT_TAGS = ("VB", "NN", "RB", "SPACE")  # Carvalho's examples (VB, RB, SPACE) and the nouns
 DEFAULT_IMDB_LAST_BYTES = 128  # the full test set at 1024 units in minutes (docs/probes.md)
 
 

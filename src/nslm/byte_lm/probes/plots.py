@@ -1,7 +1,7 @@
 """The probes' figures: weight bars, a neuron's histogram by label, a sentence coloured by a
 neuron (HTML), and the emergence of the probes over training.
 
-The seed's figures: the sentiment probe's weights with one standing out, the histogram of
+Carvalho's figures: the sentiment probe's weights with one standing out, the histogram of
 that neuron on SST train coloured by label; per POS tag the weights, the histogram of the top
 neuron for the tag's bytes ("match") against the rest, and a text whose bytes are coloured by
 tanh of the neuron's cell state (-1 red, +1 blue) with the tag of each byte under it.

@@ -4,12 +4,12 @@ Every byte of a UD EWT sentence is labelled with the XPOS of its word, or ``SPAC
 separator (:func:`nslm.byte_lm.labelled.byte_tags`); its feature is the LSTM cell state after
 reading it (:func:`nslm.byte_lm.probes.states.byte_cell_states`, one sentence at a time from a zero
 state). One L1 logistic regression per tag, one-vs-rest (:class:`L1Probe`); the predicted tag
-is the most probable one (the largest logit). Then, as the seed's table, each
+is the most probable one (the largest logit). Then, as Carvalho's table, each
 tag's classifier is refitted on its own top 1, 2 and 3 neurons by |weight|: accuracy,
 precision and recall (weighted over tags, so recall equals accuracy) per k, and per tag the
 binary accuracy, precision and recall of its classifier.
 
-Grouping follows the seed, whose grouped tag set is ``( ) , . CC CD DT IN JJ MD NN NNP PRP
+Grouping follows Carvalho's project, whose grouped tag set is ``( ) , . CC CD DT IN JJ MD NN NNP PRP
 RB TO VB``: plural into singular (NNS → NN, NNPS → NNP), VB* → VB, JJR/JJS → JJ, RBR/RBS →
 RB, PRP$ → PRP, -LRB-/-RRB- → ( and ). Other tags stay as they are.
 """
@@ -29,7 +29,7 @@ from nslm.byte_lm.probes.estimators import L1Probe
 from nslm.errors import NslmError
 
 # Nouns, verbs, adjectives, adverbs and pronouns each become one tag (the grouping the
-# project's probes are specified with: NN/NNS/NNP/NNPS → NN, VB* → VB, …; the seed keeps NNP
+# project's probes are specified with: NN/NNS/NNP/NNPS → NN, VB* → VB, …; Carvalho's keeps NNP
 # apart, docs/probes.md)
 GROUPS = {
     "NNS": "NN",

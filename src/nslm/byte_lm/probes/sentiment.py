@@ -1,7 +1,7 @@
 """The sentiment probe: L1 logistic regression on a byte LM's states of SST-2 or IMDB texts.
 
 Features per text (:func:`nslm.byte_lm.probes.states.final_states`): ``final_cell``, the cell state
-after the last byte (the seed's choice, after Radford et al. 2017), and two poolings over the
+after the last byte (Carvalho's choice, after Radford et al. 2017), and two poolings over the
 text, ``mean_cell`` and ``mean_hidden``, and both means side by side (``mean_cell_hidden``,
 whose neuron indices ≥ H are hidden units). Per feature kind, C is chosen on dev and the probe
 fitted on train; the best kind *on dev* gives the headline test accuracy. The neuron with the

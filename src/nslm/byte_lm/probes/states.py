@@ -1,6 +1,6 @@
 """The byte LM's cell states for probes: one vector per text, or one per byte.
 
-The seed's probes (docs/byte-lm.md) read the LSTM's cell state c: after a text's last byte
+Carvalho's probes (docs/byte-lm.md) read the LSTM's cell state c: after a text's last byte
 for sentiment (Radford et al. 2017's sentiment neuron), at every byte for part of speech.
 Texts go through the LSTM in batches, as they must on 2 cores, and batching must not change
 what a text reads: texts are sorted by length and padded on the right, and each text's state

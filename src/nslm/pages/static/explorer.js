@@ -63,6 +63,10 @@ async function predict() {
   if (data.oov && data.oov.length) html += `<p class="note">not in the vocabulary, read as &lt;unk&gt;: ${escapeHtml(data.oov.join(" "))}</p>`;
   html += `<div class="row"><div class="col"><h3>NNLM</h3>${bars(data.nnlm, "nnlm")}</div>`;
   if (data.nslm.length) html += `<div class="col"><h3>NSLM</h3>${bars(data.nslm, "nslm")}</div>`;
+  if (data.open) {  // NSLM-open: members the vocabulary never held compete too (marked *)
+    const rows = data.open.top.map((r) => ({token: r.new ? `${r.token} * <${r.class}>` : r.token, p: r.p}));
+    html += `<div class="col"><h3>NSLM-open</h3>${bars(rows, "nslm open")}</div>`;
+  }
   html += "</div>";
   for (const c of data.classes) {
     // the micro-model's context: the previous token of its class in the prompt (paper Eq. 1)
@@ -89,7 +93,8 @@ function sampling(prefix) {
 }
 function marked(t) {  // a generated token's piece of the text, a class token marked (not its space)
   const [, space, word] = t.display.match(/^(\s*)([\s\S]*)$/);
-  return escapeHtml(space) + `<span class="class-token" title="&lt;${escapeHtml(t.class)}&gt; from its micro-model">${escapeHtml(word)}</span>`;
+  const how = t.new ? "a new member (not in the vocabulary) from its open micro-model" : "from its micro-model";
+  return escapeHtml(space) + `<span class="class-token${t.new ? " new-member" : ""}" title="&lt;${escapeHtml(t.class)}&gt; ${how}">${escapeHtml(word)}${t.new ? "*" : ""}</span>`;
 }
 async function generate() {
   const out = $("generate-out");

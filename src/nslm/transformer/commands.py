@@ -1,0 +1,155 @@
+"""What the ``nslm`` commands call for a Transformer run: fit it, open it, predict the next
+words after a prompt, score a plain text.
+
+``fit_transformer_run(RUN)`` scores a WikiText-2 train prefix and a valid prefix (kept in
+``RUN/scores``), fits ``RUN/micro.json``, the class head and λ_c; ``open_transformer_run``
+reads all of it back (no corpus scoring, no refitting); ``predict`` and ``eval_text`` are
+``nslm predict RUN PROMPT`` and ``nslm eval RUN --text FILE`` on such a run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nslm.data.corpus import PreparedCorpus
+from nslm.data.locate import locate_corpus
+from nslm.data.prepare import prepare_corpus
+from nslm.data.text import to_plain
+from nslm.data.textfile import read_text
+from nslm.errors import NslmError
+from nslm.micro.store import load_micro_models
+from nslm.transformer.candidates import Members
+from nslm.transformer.class_head import ClassHead
+from nslm.transformer.fit import (
+    FIT_FILE,
+    MICRO_FILE,
+    fit_head,
+    fit_micro_models,
+    fit_weights,
+    load_head,
+)
+from nslm.transformer.passes import TextPass, score_text
+from nslm.transformer.predict import next_words
+from nslm.transformer.run import Transformer, load_backbone, read_config, write_config
+from nslm.transformer.scoring import MixtureParts, members_for
+from nslm.transformer.tables import class_figures
+
+# Transformer tokens of each WikiText-2 prefix the fit scores (train: the class head; valid: λ_c)
+FIT_BUDGETS = {"valid": 30_000, "train": 80_000}
+
+
+def corpus_plain(name: str, split: str, max_lines: int = 0) -> str:
+    """A corpus split (WikiText form) as plain text, detokenized by the text module."""
+    lines = read_text(locate_corpus(name, download=False)[split]).split("\n")
+    if max_lines:
+        lines = lines[:max_lines]
+    return to_plain(" <eos> ".join(lines).split(), "wikitext")
+
+
+@dataclass
+class TransformerRun:
+    """An opened Transformer run: the backbone, the corpus's classes and micro-models, the
+    class head and the weights λ_c."""
+
+    run_dir: Path
+    config: dict[str, Any]
+    bundle: Transformer
+    corpus: PreparedCorpus
+    members: Members
+    models: dict[str, Any]
+    head: ClassHead
+    lams: dict[str, float]
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        return tuple(self.corpus.class_names)
+
+
+def fit_transformer_run(
+    run_dir: Path, budgets: dict[str, int] | None = None, progress: bool = True, **config: Any
+) -> dict[str, Any]:
+    """Create (with ``config``) or reuse ``run_dir`` and fit everything above the frozen
+    Transformer; returns ``RUN/transformer.json``'s payload."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").is_file():
+        write_config(run_dir, **config)
+    cfg = read_config(run_dir)
+    corpus = prepare_corpus(cfg["corpus"], cfg["classes"])
+    bundle = load_backbone(cfg)
+    members = members_for(bundle, corpus)
+    budgets = {**FIT_BUDGETS, **(budgets or {})}
+    passes: dict[str, TextPass] = {}
+    for split, limit in budgets.items():
+        plain = corpus_plain(cfg["corpus"], split, 4000 if split == "train" else 0)
+        passes[split] = score_text(
+            bundle,
+            corpus,
+            members,
+            plain,
+            split,
+            cache_dir=run_dir / "scores",
+            max_tokens=limit,
+            progress=progress,
+        )
+    names = tuple(corpus.class_names)
+    models = fit_micro_models(run_dir, corpus)
+    head = fit_head(run_dir, passes["train"], names)
+    return fit_weights(run_dir, passes["valid"], passes["train"], members, models, head, names)
+
+
+def open_transformer_run(run_dir: Path) -> TransformerRun:
+    """A fitted Transformer run (``fit_transformer_run`` first)."""
+    run_dir = Path(run_dir)
+    cfg = read_config(run_dir)
+    for needed in (MICRO_FILE, FIT_FILE, "class_head.safetensors"):
+        if not (run_dir / needed).is_file():
+            raise NslmError(f"{run_dir} has no {needed}: fit the Transformer run first")
+    corpus = prepare_corpus(cfg["corpus"], cfg["classes"], download=False)
+    bundle = load_backbone(cfg)
+    names = tuple(corpus.class_names)
+    fitted = json.loads((run_dir / FIT_FILE).read_text(encoding="utf-8"))
+    return TransformerRun(
+        run_dir=run_dir,
+        config=cfg,
+        bundle=bundle,
+        corpus=corpus,
+        members=members_for(bundle, corpus),
+        models=load_micro_models(run_dir / MICRO_FILE, corpus),
+        head=load_head(run_dir, names),
+        lams={k: float(v) for k, v in fitted["lambdas"].items()},
+    )
+
+
+def predict(run: TransformerRun, prompt: str, k: int = 5, beam: int = 16) -> dict[str, Any]:
+    """The top ``k`` next words after ``prompt``: the Transformer's and the mixture's, each
+    member with its share from each class (λ_c · P(c | h) · P_MM(w | c))."""
+    words = next_words(
+        run.bundle, run.corpus, run.members, run.models, run.head, run.lams, prompt, k=k, beam=beam
+    )
+    return {
+        "prompt": prompt,
+        "class_weight": words["gate"],
+        "Transformer": [{"word": w.text, "p": w.transformer} for w in words["transformer"]],
+        "Transformer+MM": [
+            {"word": w.text, "p": w.mixture, "transformer": w.transformer, "classes": w.parts}
+            for w in words["mixture"]
+        ],
+    }
+
+
+def eval_text(run: TransformerRun, text: str, name: str = "text") -> dict[str, Any]:
+    """Bits per byte (overall, Numbers, Locations, each class) and word perplexity of a plain
+    text, for the Transformer and the Transformer with micro-models; the pass is kept."""
+    if not text.strip():
+        raise NslmError(f"{name}: no text to score")
+    text_pass = score_text(
+        run.bundle, run.corpus, run.members, text, name, cache_dir=run.run_dir / "scores"
+    )
+    parts = MixtureParts(text_pass, run.members, run.models, run.head, run.class_names)
+    return {
+        "Transformer": class_figures(text_pass, parts.score(None), run.class_names),
+        "Transformer+MM": class_figures(text_pass, parts.score(run.lams), run.class_names),
+    }

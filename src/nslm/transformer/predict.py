@@ -1,0 +1,174 @@
+"""The next words after a prompt: the Transformer's, and the Transformer's with
+micro-models, each member with its class × micro-model breakdown.
+
+The Transformer's probability of a member w is that of its event E_w
+(:mod:`nslm.transformer.candidates`): P_T(τ(w)) · P_T(the word ends | τ(w)), found by a
+beam over the members' trie (the ``beam`` most probable prefixes at each depth, each
+depth one batched pass; a member outside the beam gets P_T(E_w) ≈ 0, a lower bound). A
+word that is not a member is listed as one of the Transformer's most probable next tokens
+taken whole, with the probability that the word ends after it (the next token neither
+extends it nor continues a member that begins with it). With micro-models,
+
+    P(w) = (1 − G) · P_T(E_w) + Σ_c λ_c · P(c | h) · P_MM(w | c, w_prev^(c))
+
+(:mod:`nslm.transformer.mixture`), and a non-member word gets (1 − G) · P_T(word).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nslm.data.conversions import pending_conversion, unit_map_from_json
+from nslm.data.fixed_vocab import prepare_text
+from nslm.data.text import EOS_TOKENS
+from nslm.micro.history import Context, previous_index
+from nslm.transformer.candidates import Members
+from nslm.transformer.class_head import ClassHead
+from nslm.transformer.mixture import _log1m, _lse
+
+
+@dataclass
+class Word:
+    text: str
+    transformer: float  # P_T(word)
+    mixture: float  # P(word) with the micro-models
+    member: bool
+    parts: dict[str, float] = field(default_factory=dict)  # class → λ_c P(c|h) P_MM(w|c)
+
+
+def _forward(model: Any, sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Last-position log-distributions (B, V) and hidden states (B, D) of sequences."""
+    import torch
+
+    width = max(len(s) for s in sequences)
+    inp = torch.zeros((len(sequences), width), dtype=torch.long)
+    mask = torch.zeros((len(sequences), width), dtype=torch.long)
+    for i, s in enumerate(sequences):
+        inp[i, : len(s)] = torch.as_tensor(s)
+        mask[i, : len(s)] = 1
+    last = torch.as_tensor([len(s) - 1 for s in sequences])
+    with torch.inference_mode():
+        states = model.model(input_ids=inp, attention_mask=mask).last_hidden_state
+        h = states[torch.arange(len(sequences)), last]
+        rows = model.lm_head(h).float().log_softmax(-1)
+    return rows.double().numpy(), h.float().numpy()
+
+
+def _end_mass(row: np.ndarray, members: Members, spelling: Any, member: int) -> float:
+    f = members.continuing.copy()
+    f[spelling.children[member]] = True
+    return _log1m(_lse(row[f]))
+
+
+def member_events(
+    model: Any, prompt_ids: list[int], members: Members, spelling: Any, first: np.ndarray, beam: int
+) -> np.ndarray:
+    """log P_T(E_w) for every member (−inf outside the beam); ``first``: the root's row."""
+    out = np.full(len(members.strings), -np.inf)
+    frontier = []
+    for token in spelling.first:
+        frontier.append(((int(token),), float(first[token])))
+    frontier.sort(key=lambda x: -x[1])
+    frontier = frontier[:beam]
+    depth = 1
+    while frontier:
+        rows, _ = _forward(model, [prompt_ids + list(p) for p, _ in frontier])
+        nxt = []
+        for (prefix, logp), row in zip(frontier, rows, strict=True):
+            width = len(prefix)
+            on = np.flatnonzero(
+                (spelling.lengths >= width)
+                & np.all(spelling.tokens[:, :width] == np.asarray(prefix), axis=1)
+            )
+            for w in on[spelling.lengths[on] == width]:
+                out[w] = logp + _end_mass(row, members, spelling, int(w))
+            longer = on[spelling.lengths[on] > width]
+            for token in np.unique(spelling.tokens[longer, width]):
+                nxt.append(((*prefix, int(token)), logp + float(row[token])))
+        nxt.sort(key=lambda x: -x[1])
+        frontier = nxt[:beam]
+        depth += 1
+    return out
+
+
+def next_words(
+    bundle: Any,
+    corpus: Any,
+    members: Members,
+    models: Mapping[str, Any],
+    head: ClassHead,
+    lams: Mapping[str, float],
+    prompt: str,
+    *,
+    k: int = 5,
+    beam: int = 16,
+    tokens: int = 10,
+) -> dict[str, list[Word]]:
+    """The top ``k`` next words of the Transformer and of the mixture after ``prompt``."""
+    tok = bundle.checkpoint.tokenizer
+    model = bundle.model
+    ids = [bundle.checkpoint.start_id, *tok.encode(prompt, add_special_tokens=False).ids]
+    rows, hidden = _forward(model, [ids])
+    row, h = rows[0], hidden[0]
+    spelling = members.spelling(prompt[-1] if prompt else None)
+    log_event = member_events(model, ids, members, spelling, row, beam)
+    # the micro-models at the prompt's end: the prompt prepared as the corpus was, with a
+    # placeholder word for the next slot (its conversion target: the quantity pending before
+    # it, as nslm.generation.prompts gives the LSTM's slot)
+    text = prepare_text(corpus, prompt + " x", name="prompt", source="<prompt>")
+    split = text.split
+    at = max(i for i, t in enumerate(text.strings) if t not in EOS_TOKENS)
+    unit_map = unit_map_from_json(corpus.meta.get("unit_map", {}))
+    split.convert_targets[at] = pending_conversion(list(text.strings[:at]), unit_map)
+    slot = np.array([at])
+    class_names = tuple(corpus.class_names)
+    head_lp = head.log_probs(h[None, :].astype(np.float32))[0]
+    parts: dict[str, np.ndarray] = {}
+    gate = 0.0
+    for name, model_c in models.items():
+        lam = float(lams.get(name, 0.0))
+        c = class_names.index(name)
+        gate += lam * float(np.exp(head_lp[c]))
+        if lam <= 0:
+            continue
+        prev = previous_index(model_c.cls.context_mask(split, model_c.context), split.article_ids)
+        ctx = Context.at(split, slot, prev)
+        states = h[None, :] if getattr(model_c, "needs_features", False) else None
+        log_mm = model_c.log_prob(ctx, states)[0]
+        parts[name] = np.log(lam) + head_lp[c] + log_mm
+    words: dict[str, Word] = {}
+    for w, text_w in enumerate(members.strings):
+        pieces = {}
+        for name, table in parts.items():
+            hit = np.flatnonzero(members.classes[name] == w)
+            if len(hit):
+                pieces[name] = float(np.exp(table[hit[0]]))
+        p_t = float(np.exp(log_event[w]))
+        if p_t > 0 or pieces:
+            words[text_w] = Word(text_w, p_t, (1 - gate) * p_t + sum(pieces.values()), True, pieces)
+    top_tokens = np.argsort(-row)[:tokens]
+    candidates = [int(t) for t in top_tokens if not members.continuing[t] or not prompt]
+    if candidates:
+        after, _ = _forward(model, [[*ids, t] for t in candidates])
+        for t, row_t in zip(candidates, after, strict=True):
+            text_t = tok.decode([t]).strip()
+            if not text_t or text_t in words:
+                continue
+            # the word ends unless the next token extends it, or a member begins with both
+            # (" Los" + " Angeles" is the member Los Angeles, not the word "Los")
+            extends = members.continuing.copy()
+            longer = (spelling.tokens[:, 0] == t) & (spelling.lengths > 1)
+            extends[spelling.tokens[longer, 1]] = True
+            ends = _log1m(_lse(row_t[extends]))
+            p_t = float(np.exp(row[t] + ends))
+            words[text_t] = Word(text_t, p_t, (1 - gate) * p_t, False)
+    ranked = list(words.values())
+    return {
+        "transformer": sorted(ranked, key=lambda x: -x.transformer)[:k],
+        "mixture": sorted(ranked, key=lambda x: -x.mixture)[:k],
+        "gate": gate,
+    }

