@@ -193,8 +193,10 @@ def _generate_from_run(
         return form, tokens, _generate_neural(opened, tokens, max_tokens, sampler, head)
     if open_vocab is None:
         open_vocab = (run / OPEN_FILE).is_file()
-    generate = _generate_open if open_vocab else _generate_nslm
-    return form, *generate(opened, prompt, max_tokens, sampler, show_classes, input_format)
+    generated = _generate_nslm(
+        opened, prompt, max_tokens, sampler, show_classes, input_format, open_vocab
+    )
+    return form, *generated
 
 
 def _prompt_tokens(prompt: str, form: str, input_format: str) -> list[str]:
@@ -243,48 +245,33 @@ def _generate_nslm(
     sampler: Sampler,
     show_classes: bool,
     input_format: str,
+    open_vocab: bool = False,
 ) -> tuple[list[str], list[str]]:
     """The prompt's tokens (read as `nslm predict` reads them) and the NSLM (Eq. 4)
-    continuation."""
+    continuation; with ``open_vocab``, NSLM-open's (nslm.generation.open_sampling), where a
+    class token may be a member the vocabulary never held (marked * with --show-classes)."""
     from nslm.data.vocab import EOS
     from nslm.generation.nslm_sampling import NslmStepper, generate_with
-
-    loaded = opened.loaded
-    stepper = NslmStepper(loaded, opened.micro, prompt.replace("</s>", EOS), input_format)
-    itos, names = loaded.corpus.vocab.itos, loaded.corpus.class_names
-    out = []
-    for g in generate_with(stepper, max_tokens, sampler):
-        token = "</s>" if itos[g.token_id] == EOS else itos[g.token_id]
-        out.append(f"{token}/<{names[g.cls]}>" if show_classes and g.cls else token)
-    return ["</s>" if t == EOS else t for t in stepper.prompt_tokens], out
-
-
-def _generate_open(
-    opened: OpenRun,
-    prompt: str,
-    max_tokens: int,
-    sampler: Sampler,
-    show_classes: bool,
-    input_format: str,
-) -> tuple[list[str], list[str]]:
-    """:func:`_generate_nslm` from NSLM-open (nslm.generation.open_sampling): a class token
-    may be a member the vocabulary never held."""
-    from nslm.data.vocab import EOS
     from nslm.generation.open_sampling import OpenNslmStepper, generate_open
-    from nslm.runs.micro import load_run_micro
-    from nslm.runs.open_micro import load_run_open
 
-    loaded = opened.loaded
-    open_models = load_run_open(loaded, load_run_micro(loaded))
-    stepper = OpenNslmStepper(
-        loaded, opened.micro, open_models, prompt.replace("</s>", EOS), input_format
-    )
+    loaded, text = opened.loaded, prompt.replace("</s>", EOS)
+    if open_vocab:
+        from nslm.runs.micro import load_run_micro
+        from nslm.runs.open_micro import load_run_open
+
+        open_models = load_run_open(loaded, load_run_micro(loaded))
+        stepper = OpenNslmStepper(loaded, opened.micro, open_models, text, input_format)
+        drawn = generate_open(stepper, max_tokens, sampler)
+    else:
+        stepper = NslmStepper(loaded, opened.micro, text, input_format)
+        drawn = generate_with(stepper, max_tokens, sampler)
     itos, names = loaded.corpus.vocab.itos, loaded.corpus.class_names
     out = []
-    for g in generate_open(stepper, max_tokens, sampler):
-        token = g.string or ("</s>" if itos[g.token_id] == EOS else itos[g.token_id])
+    for g in drawn:
+        new = getattr(g, "string", None)  # NSLM-open's new member, as written
+        token = new or ("</s>" if itos[g.token_id] == EOS else itos[g.token_id])
         if show_classes and g.cls:
-            token = f"{token}/<{names[g.cls]}>{'*' if g.new else ''}"
+            token = f"{token}/<{names[g.cls]}>{'*' if new else ''}"
         out.append(token)
     return ["</s>" if t == EOS else t for t in stepper.prompt_tokens], out
 
