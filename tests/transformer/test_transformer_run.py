@@ -208,3 +208,15 @@ def test_fit_open_predict_and_eval_a_tiny_run(tmp_path, wt2_all) -> None:
     assert figures["Transformer+MM"]["bits_per_byte"] > 0
     with pytest.raises(NslmError, match="no text"):
         eval_text(run, "  \n")
+    # the same through the command line: the RUN argument knows the kind
+    from nslm.cli import main
+
+    assert (
+        main(["predict", str(run_dir), "The war began in 1914, and ended in", "--n-best", "3"]) == 0
+    )
+    text = tmp_path / "text.txt"
+    text.write_text(PLAIN, encoding="utf-8")
+    assert main(["eval", str(run_dir), "--text", str(text)]) == 0
+    assert (run_dir / "eval_text.json").is_file()
+    assert main(["eval", str(run_dir)]) == 2  # a Transformer run is scored on a text
+    assert main(["generate", str(run_dir), "In 1990"]) == 2  # one line: what reads it

@@ -191,14 +191,9 @@ def eval_command(
 
     splits = splits or SPLITS
     intervene = _intervention_options(paper, model_kind)
-
-    if run.kind == "word_pos":
-        if text_file or corpus or ngram_order or max_tokens or PaperExtras(**paper).wanted:
-            raise NslmError(
-                "a word+POS run is scored on its own tagged corpus: no --text, "
-                "--corpus, --ngram, --prefix-tokens or the paper's extras"
-            )
-        _eval_word_pos(run, splits, out)
+    if run.kind in ("transformer", "word_pos"):
+        extras_asked = bool(corpus or ngram_order or max_tokens or PaperExtras(**paper).wanted)
+        _eval_own_kind(run, splits, text_file, out, extras_asked)
         return
     if ngram_order is not None and not 1 <= ngram_order <= MAX_ORDER:
         raise NslmError(f"--ngram must be between 1 and {MAX_ORDER}, got {ngram_order}")
@@ -330,4 +325,43 @@ def _eval_word_pos(run: Path, splits: Sequence[str], out: Path | None) -> None:
     path = out if out is not None else run / "eval.json"
     write_json_atomic(path, results)
     click.echo(render_word_pos(results))
+    click.echo(f"wrote {path}")
+
+
+def _eval_own_kind(
+    run: RunRef,
+    splits: Sequence[str],
+    text_file: Path | None,
+    out: Path | None,
+    extras_asked: bool,
+) -> None:
+    """A word+POS run on its own tagged corpus; a Transformer run on a --text file."""
+    if run.kind == "word_pos":
+        if text_file or extras_asked:
+            raise NslmError(
+                "a word+POS run is scored on its own tagged corpus: no --text, "
+                "--corpus, --ngram, --prefix-tokens or the paper's extras"
+            )
+        _eval_word_pos(run, splits, out)
+        return
+    if text_file is None or extras_asked:
+        raise NslmError(
+            "a Transformer run is scored on a text: give --text FILE, and no --corpus, "
+            "--ngram, --prefix-tokens or the paper's extras (docs/transformer.md)"
+        )
+    _eval_transformer(run, text_file, out)
+
+
+def _eval_transformer(run: RunRef, text_file: Path, out: Path | None) -> None:
+    """Bits per byte of a plain text under a Transformer run, alone and with micro-models
+    (overall, Numbers, Locations, each class; word perplexity); RUN/eval_text.json."""
+    from nslm.data.textfile import read_text
+    from nslm.files.atomic import write_json_atomic
+    from nslm.transformer.commands import eval_text, open_transformer_run
+    from nslm.transformer.tables import render
+
+    figures = eval_text(open_transformer_run(run.path), read_text(text_file), str(text_file))
+    path = out if out is not None else run / "eval_text.json"
+    write_json_atomic(path, figures)
+    click.echo(render(figures))
     click.echo(f"wrote {path}")

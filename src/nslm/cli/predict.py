@@ -59,7 +59,13 @@ def predict_command(
     When RUN/open.json exists (also written by 'nslm micro fit RUN'), a third list follows:
     NSLM-open, whose open micro-models give years, numbers and places the vocabulary lacks
     their share of each class (marked *); --closed-vocab leaves it out.
+
+    A Transformer run (docs/transformer.md) lists the next words of the Transformer alone and
+    of the Transformer with micro-models, each word's share per class.
     """
+    if run.kind == "transformer":
+        _predict_transformer(run, prompt, k, as_json)
+        return
     from nslm.generation.predict import predict
     from nslm.generation.predict_text import render
     from nslm.runs.open import open_run
@@ -94,3 +100,22 @@ def predict_command(
         )[0]
     text = render(result) + ("\n\n" + render_open(result["open"]) if "open" in result else "")
     click.echo(json_text(result) if as_json else text)
+
+
+def _predict_transformer(run, prompt: str, k: int, as_json: bool) -> None:
+    """``nslm predict`` on a Transformer run: its words and the mixture's (docs/transformer.md)."""
+    from nslm.transformer.commands import open_transformer_run, predict
+
+    got = predict(open_transformer_run(run.path), prompt, k=k)
+    if as_json:
+        click.echo(json_text(got))
+        return
+    weight = got["class_weight"]  # Σ_c λ_c · P(c | h): the micro-models' share here
+    lines = [f"prompt: {prompt}", f"micro-models' weight Σ λ_c·P(c | h): {weight:.3f}"]
+    for model in ("Transformer", "Transformer+MM"):
+        lines.append(f"{model}:")
+        for entry in got[model]:
+            parts = entry.get("classes") or {}
+            why = ", ".join(f"<{c}> {p:.3f}" for c, p in parts.items() if p > 0)
+            lines.append(f"  {entry['word']:<16} {entry['p']:.4f}" + (f"  ({why})" if why else ""))
+    click.echo("\n".join(lines))

@@ -11,10 +11,13 @@ run is. The kinds:
 * ``byte`` — a byte LM (a ``bytes:`` corpus: 256 symbols, no classes)
 * ``word_pos`` — a word+POS LM (``model = "word-pos"``, docs/word-pos.md)
 * ``ngram`` — an n-gram model: a directory written by ``nslm ngram build`` or an ARPA file
+* ``transformer`` — micro-models over a pretrained Transformer (docs/transformer.md): a
+  directory whose config.json says ``"kind": "transformer"``
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +27,8 @@ from nslm.byte_lm.data import is_byte_corpus
 from nslm.config import TrainConfig, read_config_json
 from nslm.errors import NslmError
 
-RunKind = Literal["nslm", "numeral", "byte", "word_pos", "ngram"]
-KINDS: tuple[RunKind, ...] = ("nslm", "numeral", "byte", "word_pos", "ngram")
+RunKind = Literal["nslm", "numeral", "byte", "word_pos", "ngram", "transformer"]
+KINDS: tuple[RunKind, ...] = ("nslm", "numeral", "byte", "word_pos", "ngram", "transformer")
 WORD_LMS: tuple[RunKind, ...] = ("nslm", "numeral")  # word LMs trained by nslm train
 NGRAM_FILE = "model.json"  # nslm.ngram.model.NgramModel.save's description of the model
 
@@ -79,6 +82,8 @@ def locate_run(path: Path | str, *, ngram: bool = False) -> RunRef:
     error every command gives."""
     path = Path(path)
     if (path / "config.json").is_file():
+        if _says_transformer(path / "config.json"):
+            return RunRef(path, "transformer")
         cfg = read_config_json(path / "config.json")
         return RunRef(path, kind_of_config(cfg), cfg)
     if ngram and ((path / NGRAM_FILE).is_file() or path.is_file()):
@@ -91,6 +96,16 @@ def locate_run(path: Path | str, *, ngram: bool = False) -> RunRef:
     raise NslmError(no_run_message(path))
 
 
+def _says_transformer(config: Path) -> bool:
+    """Whether a config.json is a Transformer run's (``"kind": "transformer"``); anything
+    unreadable is left to the training config's reader and its one-line error."""
+    try:
+        values = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(values, dict) and values.get("kind") == "transformer"
+
+
 def require_kind(ref: RunRef, wanted: tuple[RunKind, ...], what: str) -> None:
     """A one-line error unless ``ref`` is of one of the ``wanted`` kinds (``what`` needs it)."""
     if ref.kind not in wanted:
@@ -100,6 +115,7 @@ def require_kind(ref: RunRef, wanted: tuple[RunKind, ...], what: str) -> None:
             "byte": "byte LM",
             "word_pos": "word+POS",
             "ngram": "n-gram",
+            "transformer": "Transformer",
         }
         allowed = " or ".join(names[k] for k in wanted)
         raise NslmError(f"{what} needs a {allowed} run; {ref.path} is a {names[ref.kind]} model")

@@ -60,6 +60,13 @@ def load_run(run_dir: Path | str, corpus=None, *, weights: Path | str | None = N
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").is_file():
         raise NslmError(f"not a run directory (no config.json): {run_dir}")
+    from nslm.runs.kinds import locate_run
+
+    if locate_run(run_dir).kind == "transformer":
+        raise NslmError(
+            f"{run_dir} is a Transformer run: 'nslm predict' and 'nslm eval --text' read it "
+            "(docs/transformer.md)"
+        )
     cfg = read_config_json(run_dir / "config.json")
     if corpus is None:
         # the run's own assets; splits load only when scored (a run without assets gets them)
