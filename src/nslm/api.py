@@ -81,7 +81,19 @@ def _top(log_probs: np.ndarray, itos: list[str], k: int) -> list[Prediction]:
     return [Prediction(itos[w], math.exp(float(log_probs[w]))) for w in order.tolist()]
 
 
-class NslmRun:
+class _TrainedRun:
+    """A run opened by :func:`~nslm.runs.open.open_run`: its ``loaded`` model and corpus."""
+
+    def __init__(self, opened: OpenRun) -> None:
+        self.opened = opened
+        self.loaded = opened.loaded
+
+    @property
+    def path(self) -> Path:
+        return self.opened.run_dir
+
+
+class NslmRun(_TrainedRun):
     """A word LM trained by ``nslm train``; with its micro-models fitted (``nslm micro fit
     RUN``), the NSLM of Eq. 4 mixed with the NNLM at the run's saved Global λ (the last
     ``nslm eval``'s; 0 without one), else its NNLM head alone."""
@@ -89,13 +101,8 @@ class NslmRun:
     kind = "nslm"
 
     def __init__(self, opened: OpenRun) -> None:
-        self.opened = opened
-        self.loaded = opened.loaded
+        super().__init__(opened)
         self._open: dict[str, Any] | None = None
-
-    @property
-    def path(self) -> Path:
-        return self.opened.run_dir
 
     @property
     def has_micro(self) -> bool:
@@ -218,19 +225,11 @@ class NslmRun:
         }
 
 
-class NumeralRun:
+class NumeralRun(_TrainedRun):
     """A numeral model of Spithourakis & Riedel (2018) (docs/numerals.md, paper Table 4): a
     word LM whose numerals come from its ``numeral`` head."""
 
     kind = "numeral"
-
-    def __init__(self, opened: OpenRun) -> None:
-        self.opened = opened
-        self.loaded = opened.loaded
-
-    @property
-    def path(self) -> Path:
-        return self.opened.run_dir
 
     def evaluate(self, split: str = "test") -> dict[str, Any]:
         """The numeral figures of Table 4 on a split of the run's corpus: numeral perplexity
@@ -240,18 +239,10 @@ class NumeralRun:
         return score_numerals(self.loaded, split).summary()
 
 
-class ByteRun:
+class ByteRun(_TrainedRun):
     """A byte LM (docs/byte-lm.md): 256 symbols, its text any bytes."""
 
     kind = "byte"
-
-    def __init__(self, opened: OpenRun) -> None:
-        self.opened = opened
-        self.loaded = opened.loaded
-
-    @property
-    def path(self) -> Path:
-        return self.opened.run_dir
 
     def score(self, text: str) -> TextScore:
         """``text``'s UTF-8 bytes scored one by one (lines end with a newline byte)."""
