@@ -50,7 +50,7 @@ def time_test_eval(loaded, micro, lambdas: dict[str, float], choices=None) -> fl
     for table in tables_for(corpus):
         columns = scores.columns(lambdas[table])
         if cache is not None:
-            columns.update(cache.apply(table, "test", test, columns))
+            columns.update(cache.score("test", test, columns, table))
         build_table(table, columns, test, corpus, selected)
     return time.perf_counter() - t0
 

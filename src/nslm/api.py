@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -72,13 +72,40 @@ class TextScore:
         return perplexity(self.log_probs)
 
 
-def _sampler(temperature: float, top_k: int | None, top_p: float, seed: int | None) -> Sampler:
-    return Sampler(SamplingConfig(temperature=temperature, top_k=top_k, top_p=top_p), seed=seed)
-
-
 def _top(log_probs: np.ndarray, itos: list[str], k: int) -> list[Prediction]:
     order = np.argsort(-log_probs, kind="stable")[:k]
     return [Prediction(itos[w], math.exp(float(log_probs[w]))) for w in order.tolist()]
+
+
+Generated = TypeVar("Generated")
+
+
+class _Generates(Generic[Generated]):
+    """The one ``generate`` of every kind that samples text: the sampling settings of ``nslm
+    generate`` become a :class:`~nslm.generation.sampling.Sampler`, and the kind's own
+    ``_generate`` draws with it."""
+
+    default_max_tokens = 50  # generate's length when not given, in the kind's tokens
+
+    def generate(
+        self,
+        prompt: str = "",
+        max_tokens: int | None = None,
+        *,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> Generated:
+        """``prompt`` and a continuation of ``max_tokens`` sampled tokens (when None, the
+        kind's ``default_max_tokens``: 200 bytes for a byte LM, else 50), as plain text, or
+        for a word+POS LM as (word, tag) pairs; each kind's ``_generate`` says how it draws."""
+        config = SamplingConfig(temperature=temperature, top_k=top_k, top_p=top_p)
+        length = self.default_max_tokens if max_tokens is None else max_tokens
+        return self._generate(prompt, length, Sampler(config, seed=seed))
+
+    def _generate(self, prompt: str, max_tokens: int, sampler: Sampler) -> Generated:
+        raise NotImplementedError
 
 
 class _TrainedRun:
@@ -93,7 +120,7 @@ class _TrainedRun:
         return self.opened.run_dir
 
 
-class NslmRun(_TrainedRun):
+class NslmRun(_TrainedRun, _Generates[str]):
     """A word LM trained by ``nslm train``; with its micro-models fitted (``nslm micro fit
     RUN``), the NSLM of Eq. 4 mixed with the NNLM at the run's saved Global λ (the last
     ``nslm eval``'s; 0 without one), else its NNLM head alone."""
@@ -140,16 +167,7 @@ class NslmRun(_TrainedRun):
         rows = got["nslm"] if self.has_micro else got["nnlm"]
         return [Prediction(r["token"], r["p"], tuple(r.get("breakdown", ()))) for r in rows]
 
-    def generate(
-        self,
-        prompt: str = "",
-        max_tokens: int = 50,
-        *,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float = 1.0,
-        seed: int | None = None,
-    ) -> str:
+    def _generate(self, prompt: str, max_tokens: int, sampler: Sampler) -> str:
         """``prompt`` and a sampled continuation, as plain text: class tokens from the
         micro-models when the run has them, and from NSLM-open, which can name a year, a count
         or a place the vocabulary never held, when the run has open micro-models
@@ -157,7 +175,6 @@ class NslmRun(_TrainedRun):
         from nslm.data.text import to_plain
         from nslm.data.vocab import EOS
 
-        sampler = _sampler(temperature, top_k, top_p, seed)
         itos = self.loaded.corpus.vocab.itos
         if self.has_micro:
             tokens, words = self._generate_nslm(prompt, max_tokens, sampler)
@@ -199,13 +216,9 @@ class NslmRun(_TrainedRun):
     def open_models(self) -> dict[str, Any]:
         """The run's open micro-models (RUN/open.json), loaded once; {} without them."""
         if self._open is None:
-            from nslm.runs.open_micro import OPEN_FILE, load_run_open
+            from nslm.runs.open_micro import run_open_models
 
-            self._open = {}
-            if (self.path / OPEN_FILE).is_file():
-                from nslm.runs.micro import load_run_micro
-
-                self._open = load_run_open(self.loaded, load_run_micro(self.loaded))
+            self._open = run_open_models(self.loaded)
         return self._open
 
     def evaluate(self, split: str = "test", *, max_tokens: int = 0) -> dict[str, float]:
@@ -239,10 +252,11 @@ class NumeralRun(_TrainedRun):
         return score_numerals(self.loaded, split).summary()
 
 
-class ByteRun(_TrainedRun):
+class ByteRun(_TrainedRun, _Generates[str]):
     """A byte LM (docs/byte-lm.md): 256 symbols, its text any bytes."""
 
     kind = "byte"
+    default_max_tokens = 200
 
     def score(self, text: str) -> TextScore:
         """``text``'s UTF-8 bytes scored one by one (lines end with a newline byte)."""
@@ -268,21 +282,11 @@ class ByteRun(_TrainedRun):
         names = [chr(b) if 32 <= b < 127 else f"\\x{b:02x}" for b in range(256)]
         return _top(dist, names, k)
 
-    def generate(
-        self,
-        prompt: str = "",
-        max_tokens: int = 200,
-        *,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float = 1.0,
-        seed: int | None = None,
-    ) -> str:
+    def _generate(self, prompt: str, max_tokens: int, sampler: Sampler) -> str:
         """``prompt`` and ``max_tokens`` sampled bytes, decoded as UTF-8 (bad bytes as �)."""
         from nslm.byte_lm.generation import generate_bytes
 
         prime = prompt.encode("utf-8")
-        sampler = _sampler(temperature, top_k, top_p, seed)
         out = generate_bytes(self.loaded, prime, max_tokens, sampler)
         return (prime + out).decode("utf-8", errors="replace")
 
@@ -295,7 +299,7 @@ class ByteRun(_TrainedRun):
         return got.head_figures(("nnlm",))
 
 
-class WordPosRun:
+class WordPosRun(_Generates[list[tuple[str, str | None]]]):
     """A word+POS LM (docs/word-pos.md): it reads and writes (word, tag) pairs, so it is
     scored on its own tagged corpus and generates tagged text."""
 
@@ -307,21 +311,13 @@ class WordPosRun:
         self.path = ref.path
         self.run = load_word_pos_run(ref.path)
 
-    def generate(
-        self,
-        prompt: str = "",
-        max_tokens: int = 50,
-        *,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float = 1.0,
-        seed: int | None = None,
+    def _generate(
+        self, prompt: str, max_tokens: int, sampler: Sampler
     ) -> list[tuple[str, str | None]]:
         """The prompt's (word, tag) pairs and the sampled ones after them; a sentence ends
         with ``("<eos>", tag)``."""
         from nslm.word_pos.generation import generate_word_pos
 
-        sampler = _sampler(temperature, top_k, top_p, seed)
         given, generated = generate_word_pos(self.run, prompt, max_tokens, sampler)
         return [*given, *generated]
 
@@ -332,7 +328,7 @@ class WordPosRun:
         return evaluate_word_pos(self.path, (split,))[split]
 
 
-class NgramLM:
+class NgramLM(_Generates[str]):
     """An n-gram model (``nslm ngram build``'s directory, or an ARPA file)."""
 
     kind = "ngram"
@@ -367,22 +363,12 @@ class NgramLM:
         dist = np.log(np.maximum(self.model.distribution(history), 1e-300))
         return _top(dist, self.model.itos, k)
 
-    def generate(
-        self,
-        prompt: str = "",
-        max_tokens: int = 50,
-        *,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float = 1.0,
-        seed: int | None = None,
-    ) -> str:
+    def _generate(self, prompt: str, max_tokens: int, sampler: Sampler) -> str:
         """``prompt`` and a sampled continuation; ``</s>`` becomes a line break."""
         from nslm.data.text import text_form_of, to_plain
         from nslm.ngram.generation import generate_ngram
 
         tokens = self._tokens(prompt)[:-1]
-        sampler = _sampler(temperature, top_k, top_p, seed)
         generated = generate_ngram(self.model, tokens, max_tokens, sampler)
         return to_plain([*tokens, *generated], text_form_of({}, self.model.itos))
 

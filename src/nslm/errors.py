@@ -4,6 +4,10 @@ the operating-system errors it reports the same way."""
 from __future__ import annotations
 
 import errno
+from collections.abc import Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class NslmError(Exception):
@@ -11,6 +15,15 @@ class NslmError(Exception):
 
     The CLI prints ``error: <message>`` on one line and exits with status 2.
     """
+
+
+def lookup(table: Mapping[str, T], name: str, what: str) -> T:
+    """``table[name]``, or the one-line error ``unknown <what> 'name'; known: …`` naming
+    every key of ``table`` (a registry of metrics, PDFs, …)."""
+    try:
+        return table[name]
+    except KeyError:
+        raise NslmError(f"unknown {what} {name!r}; known: {', '.join(sorted(table))}") from None
 
 
 # The system refusing a read or a write for a reason outside nslm, anywhere a command reads

@@ -86,7 +86,7 @@ def test_list_options_take_commas_and_repetition_alike(option: str, bare_run: Pa
 
 
 def test_cache_window_takes_commas_and_repetition_alike(bare_run: Path) -> None:
-    from nslm.cli.eval_extras import PaperExtras
+    from nslm.cli.paper_extras import PaperExtras
 
     eval_command = cli.commands["eval"]
     args = [str(bare_run), "--cache", "--cache-window", "50,200", "--cache-window", "400"]

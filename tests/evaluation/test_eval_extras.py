@@ -150,7 +150,7 @@ def test_cache_column_agrees_with_the_full_distribution(loaded) -> None:
     choice = {"NNLM": tune_choice(window, theta, lam)}
     source = CacheSource(scorer, choices={"numbers": choice})
     nnlm = scorer.score(split).nnlm
-    column = source.apply("numbers", "test", split, {"NNLM": nnlm})["NNLM+cache"]
+    column = source.score("test", split, {"NNLM": nnlm}, "numbers")["NNLM+cache"]
     assert np.isnan(column[0]) and np.isfinite(column[1:]).all()
     positions = np.array([1, 2, 17, 400, 2_345, SLICE - 1])
     h = features_at(loaded, split, np.arange(1, SLICE))  # row t - 1 predicts token t
@@ -187,7 +187,7 @@ def test_crnn_column_agrees_with_an_independent_computation(loaded, tmp_path: Pa
     scorer = loaded.scorer()
     source = CRNNSource(scorer, corpus, tmp_path / "crnn", SMALL_CRNN)
     hnlm = scorer.score(split).hnlm
-    column = source("test", split, {"HNLM": hnlm})["CRNN"]
+    column = source.score("test", split, {"HNLM": hnlm})["CRNN"]
     models = source.models()
     # every class's CRNN is a distribution over V_c
     for model in models.values():
@@ -213,7 +213,7 @@ def test_crnn_column_agrees_with_an_independent_computation(loaded, tmp_path: Pa
         assert column[t] == pytest.approx(want, abs=1e-4)
     assert source.loaded_from_disk == []
     again = CRNNSource(loaded.scorer(), corpus, tmp_path / "crnn", SMALL_CRNN)
-    np.testing.assert_array_equal(again("test", split, {})["CRNN"], column)
+    np.testing.assert_array_equal(again.score("test", split, {})["CRNN"], column)
     assert sorted(again.loaded_from_disk) == sorted(models)  # reused, not retrained
 
 

@@ -81,14 +81,14 @@ def test_global_equals_the_ngram_scorer(loaded, result, reference) -> None:
 def test_ngram_eval_json_matches(loaded, reference, source, capsys) -> None:
     assert main(["ngram", "eval", str(reference["word"]), "--split", "test", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    full = source("test", loaded.corpus.test, {})[WORD]
+    full = source.score("test", loaded.corpus.test, {})[WORD]
     assert perplexity(full[~np.isnan(full)]) == rows["Global"]["ppl"]
     assert int((~np.isnan(full)).sum()) == rows["Global"]["tokens"] == len(loaded.corpus.test) - 1
 
 
 def test_every_nnlm_position_is_scored(loaded, source, test_slice) -> None:
     nnlm = Scorer(loaded.model, batch_size=8, bptt=20).score(test_slice, ("nnlm",)).nnlm
-    cols = source("test", test_slice, {})
+    cols = source.score("test", test_slice, {})
     for name in (WORD, NSLM):
         np.testing.assert_array_equal(np.isnan(cols[name]), np.isnan(nnlm))
         assert np.isnan(cols[name][0]) and not np.isinf(cols[name][1:]).any()
@@ -96,7 +96,7 @@ def test_every_nnlm_position_is_scored(loaded, source, test_slice) -> None:
 
 def test_nslm_is_eq4_over_the_tagged_ngram(loaded, micro, source, test_slice, reference) -> None:
     corpus = loaded.corpus
-    col = source("test", test_slice, {})[NSLM]
+    col = source.score("test", test_slice, {})[NSLM]
     top = score_split(NgramModel.load(reference["tagged"]), corpus, "test")[:SLICE]
     cls = test_slice.class_ids
     # classes with a micro-model: log P_ngram(tag | h) + log P_MM(w)
@@ -129,7 +129,7 @@ def _check_distribution(loaded, source, test_slice, positions: np.ndarray) -> No
     marginal = full.marginal()
     np.testing.assert_array_less(np.abs(np.exp(marginal).sum(axis=1) - 1.0), 1e-9)
     # the per-position score is the (class, word) entry of that distribution
-    col = source("test", test_slice, {})[NSLM]
+    col = source.score("test", test_slice, {})[NSLM]
     cids = test_slice.class_ids[positions]
     targets = test_slice.token_ids[positions].astype(np.int64)
     for i, (c, w) in enumerate(zip(cids.tolist(), targets.tolist(), strict=True)):
@@ -155,7 +155,7 @@ def test_distribution_sums_to_one_anywhere(loaded, source, test_slice, picks: li
 def test_the_cache_is_reused(loaded, micro, source, test_slice, run: Path) -> None:
     again = ngram_source(ORDER, micro=micro)(loaded)
     assert again.loaded_from_cache == {"prepared": True, "tagged": True}
-    for name, values in source("test", test_slice, {}).items():
+    for name, values in source.score("test", test_slice, {}).items():
         np.testing.assert_array_equal(again.columns(test_slice)[name], values)
     assert (run / "ngram" / f"{ORDER}-gram-tagged" / "model.npz").is_file()
 

@@ -196,7 +196,7 @@ class _TrainUnigram(ColumnSource):
         counts = np.bincount(corpus.train.token_ids, minlength=len(corpus.vocab)) + 1.0
         self.log_p = np.log(counts / counts.sum())
 
-    def __call__(self, name, split, columns):
+    def score(self, name, split, columns, table=""):
         out = self.log_p[split.token_ids].astype(np.float64)
         out[np.isnan(columns["NNLM"])] = np.nan
         return {"unigram": out}

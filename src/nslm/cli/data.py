@@ -13,6 +13,7 @@ from nslm.cli.options import (
     DEFAULT_CORPUS,
     classes_option,
     corpus_option,
+    json_option,
     out_option,
     prepared_dir_option,
 )
@@ -69,7 +70,7 @@ def prepare(
 @classes_option()
 @rule_option
 @prepared_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@json_option("Print JSON instead of tables.")
 @out_option("Also write the JSON to this file.")
 def stats(
     corpus: str | None,

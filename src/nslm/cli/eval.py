@@ -1,19 +1,18 @@
 """``nslm eval RUN``: global perplexity of every head, or, with micro-models, the paper's
-Tables 2 and 3 (plus the extra columns of cli/eval_extras.py); on the run's corpus, on any
-text file (``--text``) or on another train/valid/test directory (``--corpus``)."""
+Tables 2 and 3 (plus the extra columns of :mod:`nslm.cli.paper_extras`); on the run's corpus,
+on any text file (``--text``) or on another train/valid/test directory (``--corpus``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from nslm.cli.eval_extras import PaperExtras, paper_options
-from nslm.cli.eval_text import outside_splits, own_texts
 from nslm.cli.intervention_options import INTERVENTION_KEYS, intervention_options
 from nslm.cli.options import (
+    choice_option,
     corpus_option,
     input_format_option,
     model_option,
@@ -22,19 +21,16 @@ from nslm.cli.options import (
     split_option,
     use_nslm,
 )
+from nslm.cli.paper_extras import Factory, PaperExtras, paper_options
 from nslm.errors import NslmError
 
 if TYPE_CHECKING:
     from nslm.data.corpus import Split
     from nslm.data.fixed_vocab import TextSplit
-    from nslm.evaluation.columns import ColumnSource
     from nslm.mixtures.cache_column import CacheGrid
     from nslm.runs.kinds import RunRef
-    from nslm.runs.load import LoadedRun
-    from nslm.scores.passes import Scorer
 
 SPLITS = ("valid", "test")
-Factory = Callable[["LoadedRun", "Scorer"], "ColumnSource"]
 
 
 def eval_tables(
@@ -87,7 +83,7 @@ def eval_tables(
         rates = class_next_rates(loaded.corpus.train, len(loaded.corpus.vocab))
         sources.insert(last, BestSource(scorer, context_source, best, rates))
     # every token counted too (open vocabulary): the texts with their token strings
-    open_texts = plain if plain is not None else own_texts(loaded, ("valid", *splits))
+    open_texts = plain if plain is not None else _own_texts(loaded, ("valid", *splits))
     opened_vocab = open_vocabulary(loaded)
     results = {}
     for split in splits:
@@ -138,11 +134,10 @@ def eval_tables(
 )
 @input_format_option
 @out_option("Where the tables' JSON goes [RUN/tables_<split>.json, RUN/tables_text.json].")
-@click.option(
+@choice_option(
     "--lambda-objective",
-    type=click.Choice(["table", "global"]),
+    choices=["table", "global"],
     default="table",
-    show_default=True,
     help="With the NSLM: tune the ensemble's λ on valid "
     "Numbers/Locations (table) or Global perplexity.",
 )
@@ -213,7 +208,7 @@ def eval_command(
             f"--cache, --crnn, --best and --by-rarity need RUN/micro.json: run "
             f"'nslm micro fit {run}' first"
         )
-    texts, plain, splits, lambdas = outside_splits(run, text_file, corpus, splits, input_format)
+    texts, plain, splits, lambdas = _outside_splits(run, text_file, corpus, splits, input_format)
     if extras.best and ngram_order is None:
         ngram_order = 5  # the n-gram and n-gram NSLM columns NSLM-best mixes in
     if extras.wanted or use_nslm(run, model_kind, "eval"):
@@ -253,6 +248,86 @@ def _ngram_factories(order: int | None) -> list[Factory]:
 
     make = ngram_source(order)
     return [lambda loaded, _scorer: make(loaded)]
+
+
+# -- what --text and --corpus score, and the run's own texts ------------------------------
+
+
+def _outside_splits(
+    run: RunRef,
+    text_file: Path | None,
+    corpus_dir: str | None,
+    splits: Sequence[str],
+    input_format: str = "plain",
+) -> tuple[
+    dict[str, Split] | None, dict[str, TextSplit] | None, tuple[str, ...], dict[str, float] | None
+]:
+    """What --text / --corpus score: the splits to score by name (the outside text prepared
+    with the run's vocabulary and class rules, :mod:`nslm.data.fixed_vocab`), the prepared
+    texts behind them (none for a byte LM, which reads bytes), their names, and the λ a
+    previous evaluation saved."""
+    if text_file is None and corpus_dir is None:
+        return None, None, tuple(splits), None
+    if run.kind == "byte":
+        texts, names = _byte_splits(text_file, corpus_dir, splits)
+        return texts, None, names, None
+    from nslm.data.fixed_vocab import prepare_corpus_dir, prepare_text_file
+    from nslm.runs.assets import read_run_assets
+    from nslm.runs.lambdas import saved_lambdas
+
+    corpus = read_run_assets(run) if (run / "assets.json").is_file() else None
+    if corpus is None:
+        from nslm.runs.load import load_run
+
+        corpus = load_run(run).corpus
+    if corpus_dir is not None:
+        prepared = prepare_corpus_dir(corpus, corpus_dir, input_format)
+        for part in prepared.values():
+            click.echo(f"eval: {part.describe()}", err=True)
+        texts = {name: part.split for name, part in prepared.items()}
+        return texts, dict(prepared), tuple(splits), None
+    text = prepare_text_file(corpus, text_file, "text", input_format)
+    click.echo(f"eval: {text.describe()}", err=True)
+    saved = saved_lambdas(run)
+    lambdas = None
+    if saved is not None:
+        lambdas = {"global": saved.lambda_global, **saved.tables}
+        click.echo(f"eval: λ of the ensemble from {saved.path}", err=True)
+    elif (run / "micro.json").is_file():
+        click.echo(
+            "eval: no saved λ (run 'nslm eval RUN' once): tuning on the run's valid", err=True
+        )
+    return {"text": text.split}, {"text": text}, ("text",), lambdas
+
+
+def _own_texts(loaded, splits: Sequence[str]) -> dict[str, TextSplit]:
+    """The run's own corpus splits with their token strings (the open-vocabulary tables read
+    the strings that ``<unk>`` hides), prepared from the corpus files as training did."""
+    from nslm.data.fixed_vocab import prepare_text_file
+    from nslm.data.locate import locate_corpus
+
+    for split in splits:  # the corpus the run's splits come from, or its one-line error
+        loaded.corpus.splits[split]  # the lookup does the loading
+    paths = locate_corpus(loaded.cfg.corpus, download=False)
+    return {
+        s: prepare_text_file(loaded.corpus, paths[s], s, "tokenized") for s in dict.fromkeys(splits)
+    }
+
+
+def _byte_splits(
+    text_file: Path | None, corpus_dir: str | None, splits: Sequence[str]
+) -> tuple[dict[str, Split], tuple[str, ...]]:
+    """A byte LM reads any file as its bytes (UTF-8 or not), one article per line."""
+    from nslm.byte_lm.data import DIR_PREFIX, byte_split, prepare_byte_corpus
+    from nslm.data.textfile import read_bytes
+
+    if corpus_dir is not None:
+        prepared = prepare_byte_corpus(f"{DIR_PREFIX}{corpus_dir}")
+        return {name: prepared.splits[name] for name in splits}, tuple(splits)
+    lines = read_bytes(text_file).split(b"\n")  # type: ignore[arg-type]
+    if lines[-1] == b"":
+        lines.pop()
+    return {"text": byte_split("text", lines)}, ("text",)
 
 
 def _eval_heads(

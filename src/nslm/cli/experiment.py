@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from nslm.cli.options import config_option, list_option, out_option
+from nslm.cli.options import config_option, dir_option, list_option, out_option
 from nslm.errors import NslmError
 
 
@@ -30,11 +30,8 @@ def experiment_group() -> None:
     "--minutes", type=float, default=None, help="Training time limit per N (0 = none) [0]."
 )
 @click.option("--seed", type=int, default=None, help="Corpus split and initialisation [1].")
-@click.option(
+@dir_option(
     "--work-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    metavar="DIR",
-    default=None,
     help="Keep the corpora and runs here [a temporary directory, removed afterwards].",
 )
 def increment_command(

@@ -9,7 +9,9 @@ import click
 
 from nslm.cli.intervention_options import intervention_options, wants_intervention
 from nslm.cli.options import (
+    file_option,
     input_format_option,
+    int_range_option,
     micro_kind_option,
     model_option,
     open_vocab_option,
@@ -33,19 +35,12 @@ NSLM = "nslm"
 @click.command("generate")
 @run_argument(ngram=True)
 @click.argument("prompt", required=False, default=None)
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(min=1),
-    default=50,
-    show_default=True,
-    help="How many tokens to generate.",
-)
+@int_range_option("--max-tokens", default=50, help="How many tokens to generate.")
 @click.option("--temperature", type=float, default=1.0, show_default=True, help="0 = greedy.")
-@click.option(
+@int_range_option(
     "--top-k",
-    type=click.IntRange(min=0),
+    low=0,
     default=0,
-    show_default=True,
     help="Sample among the k likeliest tokens only (0 = all).",
 )
 @click.option(
@@ -66,18 +61,15 @@ NSLM = "nslm"
 @click.option(
     "--show-classes", is_flag=True, help="NSLM: print each generated class token as token/<class>."
 )
-@click.option(
+@int_range_option(
     "--neuron",
-    type=click.IntRange(min=0),
-    default=None,
+    low=0,
     help="Byte LM: colour each byte by this neuron's tanh(cell state) (+1 red, "
     "−1 blue) in the terminal.",
 )
-@click.option(
+@file_option(
     "--html",
     "html_out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Byte LM, with --neuron: also write the coloured text as an HTML page.",
 )
 @intervention_options
@@ -256,10 +248,9 @@ def _generate_nslm(
 
     loaded, text = opened.loaded, prompt.replace("</s>", EOS)
     if open_vocab:
-        from nslm.runs.micro import load_run_micro
-        from nslm.runs.open_micro import load_run_open
+        from nslm.runs.open_micro import run_open_models
 
-        open_models = load_run_open(loaded, load_run_micro(loaded))
+        open_models = run_open_models(loaded, required=True)
         stepper = OpenNslmStepper(loaded, opened.micro, open_models, text, input_format)
         drawn = generate_open(stepper, max_tokens, sampler)
     else:

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from nslm.cli.options import list_option
+from nslm.cli.options import choice_option, list_option
 from nslm.errors import NslmError
 
 
@@ -55,11 +55,10 @@ def intervention_options(command: Callable) -> Callable:
                 help="Byte LM: set these units' cell and hidden values at every step "
                 "(to 0, or their mean: --ablate-mode).",
             ),
-            click.option(
+            choice_option(
                 "--ablate-mode",
-                type=click.Choice(["zero", "mean"]),
+                choices=["zero", "mean"],
                 default="zero",
-                show_default=True,
                 help="What an ablated unit holds: 0, or its mean over the run's valid text.",
             ),
             click.option(

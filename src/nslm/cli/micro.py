@@ -20,6 +20,9 @@ from nslm.cli.options import (
     DEFAULT_CORPUS,
     classes_option,
     corpus_option,
+    file_option,
+    int_range_option,
+    json_option,
     list_option,
     out_option,
     prepared_dir_option,
@@ -72,10 +75,8 @@ def micro_group() -> None:
 @list_option("--metric", "metrics", help="Limit the grid to these metrics.")
 @list_option("--pdf", "pdfs", help="Limit the grid to these PDFs.")
 @_plugin
-@click.option(
+@file_option(
     "--class-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="TOML of classes (regex, metrics, pdfs) and plug-ins: with RUN it limits "
     "the grid of the run's classes, without RUN it adds user classes.",
 )
@@ -90,11 +91,10 @@ def micro_group() -> None:
     "micro-models (a gate or a shift on the LM's state, per class the best on "
     "valid).",
 )
-@click.option(
+@int_range_option(
     "--components",
-    type=click.IntRange(1, 20),
+    high=20,
     default=3,
-    show_default=True,
     help="With --context: grid cells per class, before the restricted parts.",
 )
 def fit(
@@ -139,19 +139,11 @@ def fit(
         get_metric(name)  # an unknown name fails before minutes of preparation
     for name in pdfs:
         get_pdf(name)
+    wanted = list(only) or None
     if run is not None:
         if corpus or classes or prepared_dir:
             raise NslmError("RUN brings its own corpus: drop --corpus, --classes, --prepared-dir")
-        _fit_run(
-            run,
-            fast,
-            list(only) or None,
-            list(metrics) or None,
-            list(pdfs) or None,
-            plugins,
-            class_file,
-            out,
-        )
+        _fit_run(run, fast, wanted, _grid(metrics, pdfs), plugins, class_file, out)
         return
     if out is None:
         raise NslmError(
@@ -162,24 +154,22 @@ def fit(
         from nslm.runs.micro import SLOW_PDFS
 
         pdfs = tuple(p for p in pdf_names() if p not in SLOW_PDFS)
+    grid = _grid(metrics, pdfs)
     _fit_corpus(
-        corpus or DEFAULT_CORPUS,
-        classes or "all",
-        prepared_dir,
-        list(only) or None,
-        list(metrics) or None,
-        list(pdfs) or None,
-        class_file,
-        out,
+        corpus or DEFAULT_CORPUS, classes or "all", prepared_dir, wanted, grid, class_file, out
     )
+
+
+def _grid(metrics: tuple[str, ...], pdfs: tuple[str, ...]) -> dict[str, list[str] | None]:
+    """The limits of the {metric, PDF} grid, as both fits take them (None: every one)."""
+    return {"metrics": list(metrics) or None, "pdfs": list(pdfs) or None}
 
 
 def _fit_run(
     run: Path,
     fast: bool,
     only: list[str] | None,
-    metrics: list[str] | None,
-    pdfs: list[str] | None,
+    grid: dict[str, list[str] | None],
     plugins: tuple[str, ...],
     class_file: Path | None,
     out: Path | None,
@@ -197,11 +187,10 @@ def _fit_run(
         loaded,
         only=only,
         fast=fast,
-        metrics=metrics,
-        pdfs=pdfs,
         plugins=plugins,
         class_file=class_file,
         progress=progress,
+        **grid,
     )
     path = write_run_micro(loaded, payload, out)
     _print_summary(payload)
@@ -224,8 +213,7 @@ def _fit_corpus(
     classes: str,
     prepared_dir: Path | None,
     only: list[str] | None,
-    metrics: list[str] | None,
-    pdfs: list[str] | None,
+    grid: dict[str, list[str] | None],
     class_file: Path | None,
     out: Path,
 ) -> None:
@@ -244,9 +232,8 @@ def _fit_corpus(
             prepared,
             names=only,
             user_classes=users,
-            metrics=metrics,
-            pdfs=pdfs,
             progress=lambda name: status.update(f"grid search <{name}>"),
+            **grid,
         )
     write_micro_json(out, payload)
     _print_summary(payload)
@@ -255,14 +242,10 @@ def _fit_corpus(
 
 @micro_group.command("eval")
 @corpus_source
-@click.option(
-    "--micro-file",
-    "micro_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="A micro.json from 'nslm micro fit'.",
+@file_option(
+    "--micro-file", "micro_path", required=True, help="A micro.json from 'nslm micro fit'."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option("Print JSON instead of a table.")
 def eval_(
     corpus: str | None,
     classes: str | None,

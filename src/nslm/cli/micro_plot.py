@@ -9,6 +9,8 @@ import click
 from nslm.cli.micro import _load_plugins, _only, corpus_source
 from nslm.cli.options import (
     DEFAULT_CORPUS,
+    choice_option,
+    file_option,
     list_option,
     out_dir_option,
     run_argument,
@@ -21,11 +23,9 @@ from nslm.errors import NslmError
 @run_argument(required=False)
 @corpus_source
 @_only
-@click.option(
+@file_option(
     "--micro-file",
     "micro_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Plot the selected models of this micro.json [RUN/micro.json with RUN].",
 )
 @list_option(
@@ -34,11 +34,10 @@ from nslm.errors import NslmError
     help="Without --micro-file: fit these metrics (e.g. diff), each with every --pdf.",
 )
 @list_option("--pdf", "pdfs", help="Without --micro-file: fit these PDFs (e.g. gaussian).")
-@click.option(
+@choice_option(
     "--metric-context",
-    type=click.Choice(["class", "family"]),
+    choices=["class", "family"],
     default="class",
-    show_default=True,
     help="Without --micro-file: the metric's context, the previous "
     "token of the same class or of the same family (numbers, places).",
 )

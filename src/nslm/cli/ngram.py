@@ -13,8 +13,10 @@ from rich.table import Table
 
 from nslm.cli.options import (
     DEFAULT_CORPUS,
+    choice_option,
     classes_option,
     corpus_option,
+    json_option,
     out_dir_option,
     out_option,
     prepared_dir_option,
@@ -49,11 +51,10 @@ def ngram_group() -> None:
 @corpus_option()
 @out_dir_option("The directory to write the model to (required).")
 @click.option("--order", type=int, default=5, show_default=True, help=f"n, 1..{MAX_ORDER}.")
-@click.option(
+@choice_option(
     "--method",
-    type=click.Choice(METHODS),
+    choices=METHODS,
     default="kn",
-    show_default=True,
     help="kn: modified Kneser-Ney; mle: maximum likelihood; add-k: add --add-k.",
 )
 @click.option(
@@ -135,7 +136,7 @@ def build(
     is_flag=True,
     help="The corpus as raw text, as lmplz reads it (no preparation): for an ARPA MODEL.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option("Print JSON instead of a table.")
 @out_option("Also write the JSON to this file.")
 @prepared_dir_option
 def evaluate(

@@ -15,7 +15,11 @@ against it): each concept one spelling, each spelling one concept, no hidden ali
 - text: ``--input-format plain|tokenized`` for what a command reads, ``--output-format
   plain|tokenized`` for the words it writes (:mod:`nslm.data.text`);
 - interventions in a byte LM (``--ablate``, ``--clamp``, ``--steer``, …): their own module,
-  :mod:`nslm.cli.intervention_options`.
+  :mod:`nslm.cli.intervention_options`;
+- each kind of option is built in one place, so that it reads and shows the same on every
+  command: a file (:func:`file_option`), a folder (:func:`dir_option`), one of a few names
+  (:func:`choice_option`), a whole number in a range (:func:`int_range_option`), ``--json``
+  (:func:`json_option`).
 """
 
 from __future__ import annotations
@@ -75,13 +79,64 @@ def list_option(*flags: str, help: str, choices: Sequence[str] | None = None, **
     )
 
 
+# -- the kinds of option ---------------------------------------------------------------------
+
+
+def file_option(*flags: str, help: str, **attrs: Any):
+    """An option naming a file (a folder is refused), as a :class:`~pathlib.Path`: FILE."""
+    return _path_option(flags, click.Path(dir_okay=False, path_type=Path), help, attrs)
+
+
+def dir_option(*flags: str, help: str, **attrs: Any):
+    """An option naming a folder (a file is refused), as a :class:`~pathlib.Path`: DIR."""
+    folder = click.Path(file_okay=False, path_type=Path)
+    return _path_option(flags, folder, help, {"metavar": "DIR", **attrs})
+
+
+def _path_option(flags: Sequence[str], path: click.Path, help: str, attrs: dict[str, Any]):
+    """A path option, None unless given (or unless ``attrs`` has another default)."""
+    return click.option(*flags, type=path, help=help, **{"default": None, **attrs})
+
+
+def choice_option(*flags: str, choices: Sequence[str], default: str | None, help: str):
+    """An option taking one of ``choices``; its default, when it has one, shown."""
+    return click.option(
+        *flags,
+        type=click.Choice(choices),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+def int_range_option(
+    *flags: str,
+    low: int = 1,
+    high: int | None = None,
+    default: int | None = None,
+    help: str,
+    **attrs: Any,
+):
+    """An integer option from ``low`` (to ``high``); its default, when it has one, shown."""
+    return click.option(
+        *flags,
+        type=click.IntRange(low, high),
+        default=default,
+        show_default=default is not None,
+        help=help,
+        **attrs,
+    )
+
+
+def json_option(help: str):
+    """``--json`` → ``as_json``: print JSON instead of the text a command prints."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
 def prepared_dir_option(command: Callable) -> Callable:
     """``--prepared-dir DIR`` → ``prepared_dir``."""
-    return click.option(
+    return dir_option(
         "--prepared-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        metavar="DIR",
-        default=None,
         help="Where prepared corpora are cached [$NSLM_CACHE_DIR or ~/.cache/nslm/prepared].",
     )(command)
 
@@ -97,63 +152,29 @@ def corpus_option(default: str | None = DEFAULT_CORPUS, help: str | None = None)
 
 
 def classes_option(default: str | None = "all", help: str = "Which classes to tag."):
-    return click.option(
-        "--classes",
-        type=click.Choice(CLASS_CHOICES),
-        default=default,
-        show_default=default is not None,
-        help=help,
-    )
+    return choice_option("--classes", choices=CLASS_CHOICES, default=default, help=help)
 
 
 def out_option(help: str, *, required: bool = False):
     """``-o/--out FILE``: the file a command writes."""
-    return click.option(
-        "-o",
-        "--out",
-        "out",
-        type=click.Path(dir_okay=False, path_type=Path),
-        metavar="FILE",
-        default=None,
-        required=required,
-        help=help,
-    )
+    return file_option("-o", "--out", "out", metavar="FILE", required=required, help=help)
 
 
 def out_dir_option(help: str):
     """``--out-dir DIR``: the folder a command writes its files into (→ ``out``)."""
-    return click.option(
-        "--out-dir",
-        "out",
-        type=click.Path(file_okay=False, path_type=Path),
-        metavar="DIR",
-        default=None,
-        help=help,
-    )
+    return dir_option("--out-dir", "out", help=help)
 
 
 def run_dir_option(help: str, default: Path | None = None):
     """``--run-dir DIR``: the training run a command writes (train, demo)."""
-    return click.option(
-        "--run-dir",
-        "run_dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        metavar="DIR",
-        default=default,
-        show_default=default is not None,
-        help=help,
+    return dir_option(
+        "--run-dir", "run_dir", default=default, show_default=default is not None, help=help
     )
 
 
 def config_option(help: str):
     """``--config FILE``: the TOML file that configures a command's run."""
-    return click.option(
-        "--config",
-        type=click.Path(dir_okay=False, path_type=Path),
-        metavar="FILE",
-        default=None,
-        help=help,
-    )
+    return file_option("--config", metavar="FILE", help=help)
 
 
 def split_option(choices: Sequence[str], help: str):
@@ -168,12 +189,11 @@ MODEL_CHOICES = ("auto", "nslm", "neural")
 
 def model_option(what: str) -> Callable:
     """``--model auto|nslm|neural``: which LM a command on a run uses (eval, generate)."""
-    return click.option(
+    return choice_option(
         "--model",
         "model_kind",
-        type=click.Choice(MODEL_CHOICES),
+        choices=MODEL_CHOICES,
         default="auto",
-        show_default=True,
         help=f"nslm: {what} through the NSLM (needs RUN/micro.json, from 'nslm micro fit "
         "RUN'); neural: the neural heads only; auto: nslm if RUN/micro.json exists.",
     )
@@ -229,20 +249,19 @@ def run_argument(required: bool = True, ngram: bool = False):
 
 # -- text in and out: one spelling on every command that reads or writes words (docs/text.md)
 
-input_format_option = click.option(
+TEXT_FORMATS = ("plain", "tokenized")
+input_format_option = choice_option(
     "--input-format",
-    type=click.Choice(["plain", "tokenized"]),
+    choices=TEXT_FORMATS,
     default="plain",
-    show_default=True,
     help="How the text is written: plain (tokenized here by the run's "
     "rules, e.g. '1914,' reads as '1914 ,') or tokenized (already in the corpus's tokens, "
     "e.g. WikiText's '1 @,@ 000'; read as it is).",
 )
-output_format_option = click.option(
+output_format_option = choice_option(
     "--output-format",
-    type=click.Choice(["plain", "tokenized"]),
+    choices=TEXT_FORMATS,
     default="plain",
-    show_default=True,
     help="How words are written back: plain text, or the model's tokens "
     "(as the corpus writes them).",
 )
@@ -261,12 +280,11 @@ def open_vocab_option(what: str):
     )
 
 
-micro_kind_option = click.option(
+micro_kind_option = choice_option(
     "--micro",
     "micro_kind",
-    type=click.Choice(["auto", "plain", "context"]),
+    choices=("auto", "plain", "context"),
     default="auto",
-    show_default=True,
     help="The micro-models: the context-aware ones when RUN has them "
     "(auto; 'nslm micro fit RUN --context'), the plain ones, or the context-aware ones.",
 )

@@ -8,6 +8,8 @@ import click
 
 from nslm.cli.options import (
     input_format_option,
+    int_range_option,
+    json_option,
     micro_kind_option,
     open_vocab_option,
     run_argument,
@@ -19,12 +21,11 @@ from nslm.files.json_policy import json_text
 @click.command("predict")
 @run_argument()
 @click.argument("prompt")
-@click.option(
+@int_range_option(
     "--n-best",
     "k",
-    type=click.IntRange(1, 100),
+    high=100,
     default=10,
-    show_default=True,
     metavar="N",
     help="How many next tokens to list: the N likeliest.",
 )
@@ -38,7 +39,7 @@ from nslm.files.json_policy import json_text
 @micro_kind_option
 @input_format_option
 @open_vocab_option("Also list the N best of")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option("Print JSON.")
 def predict_command(
     run: Path,
     prompt: str,
@@ -79,11 +80,10 @@ def predict_command(
     opened = open_run(run, micro=micro_kind)
     open_models = None
     if open_vocab:  # before the prediction: a run without open.json fails at once
-        from nslm.runs.micro import load_run_micro
-        from nslm.runs.open_micro import load_run_open
+        from nslm.runs.open_micro import run_open_models
 
         # open micro-models extend the plain ones, whatever --micro chose for the NSLM
-        open_models = load_run_open(opened.loaded, load_run_micro(opened.loaded))
+        open_models = run_open_models(opened.loaded, required=True)
     lam = opened.lam if lam is None else lam
     result = predict(opened.loaded, opened.micro, prompt, k=k, lam=lam, input_format=input_format)
     if open_models is not None:

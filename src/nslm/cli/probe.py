@@ -12,17 +12,19 @@ from nslm.cli.intervention_options import (
     intervention_options,
     wants_intervention,
 )
-from nslm.cli.options import out_dir_option, run_argument
+from nslm.cli.options import (
+    choice_option,
+    int_range_option,
+    json_option,
+    out_dir_option,
+    run_argument,
+)
 from nslm.files.json_policy import json_text
 
-_batch = click.option(
-    "--batch-size",
-    type=click.IntRange(1),
-    default=128,
-    show_default=True,
-    help="Texts per LSTM batch when reading states.",
+_batch = int_range_option(
+    "--batch-size", default=128, help="Texts per LSTM batch when reading states."
 )
-_json = click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+_json = json_option("Print the summary as JSON.")
 _no_figures = click.option("--no-figures", is_flag=True, help="Write no PNG/HTML figures.")
 
 
@@ -30,22 +32,21 @@ def _log(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _load(run: Path, intervene: dict[str, Any]):
+def _load(run: Path, name: str, intervene: dict[str, Any], out: Path | None):
     """The byte LM of ``run``, through the one front door to a run (threads set as it
     trained; no micro-models: a byte LM has none), with the units --ablate, --clamp and
-    --steer name changed at every step: the probes then read the intervened model."""
+    --steer name changed at every step: the probes then read the intervened model.
+
+    And the folder the probes go to: ``out``, else RUN/probes/NAME, or
+    RUN/probes/NAME-intervened: an intervened model's probes never overwrite the model's own.
+    """
     from nslm.byte_lm.intervention import set_intervention
     from nslm.runs.open import open_run
 
     loaded = open_run(run, micro="none", byte_lm="nslm probe").loaded
     set_intervention(loaded.model, intervention_of(loaded, intervene))
-    return loaded
-
-
-def _folder(run: Path, name: str, intervene: dict[str, Any]) -> Path:
-    """RUN/probes/NAME, or RUN/probes/NAME-intervened: an intervened model's probes never
-    overwrite the model's own."""
-    return run / "probes" / (name + "-intervened" * wants_intervention(intervene))
+    folder = run / "probes" / (name + "-intervened" * wants_intervention(intervene))
+    return loaded, out or folder
 
 
 @click.group("probe")
@@ -59,40 +60,31 @@ def probe_group() -> None:
 
 @probe_group.command("sentiment")
 @run_argument()
-@click.option(
+@choice_option(
     "--dataset",
     "dataset",
-    type=click.Choice(["sst2", "imdb"]),
+    choices=["sst2", "imdb"],
     default="sst2",
-    show_default=True,
     help="SST-2 sentences, or IMDB reviews.",
 )
-@click.option(
+@int_range_option(
     "--last-bytes",
-    type=click.IntRange(1),
-    default=None,
     help="Read only each text's last N bytes [IMDB: 128; SST-2: the whole sentence].",
 )
-@click.option(
+@int_range_option(
     "--train-texts",
     "n_train",
-    type=click.IntRange(1),
-    default=None,
     help="Train texts: the first N [SST-2: all 6,920; IMDB: 2,000 of the shuffled train file].",
 )
-@click.option(
+@int_range_option(
     "--dev-texts",
     "n_dev",
-    type=click.IntRange(1),
     default=500,
-    show_default=True,
     help="IMDB dev reviews, from the shuffled train file after the train ones.",
 )
-@click.option(
+@int_range_option(
     "--test-texts",
     "n_test",
-    type=click.IntRange(1),
-    default=None,
     help="IMDB test reviews: the first N of the shuffled test file [all 25,000].",
 )
 @click.option("--no-bow", is_flag=True, help="Skip the TF-IDF bag-of-words baseline.")
@@ -138,8 +130,7 @@ def sentiment_command(
 
     if dataset == "imdb" and last_bytes is None:
         last_bytes = pipeline.DEFAULT_IMDB_LAST_BYTES
-    loaded = _load(run, intervene)
-    out = out or _folder(run, f"sentiment-{dataset}", intervene)
+    loaded, out = _load(run, f"sentiment-{dataset}", intervene, out)
     summary = pipeline.sentiment(
         loaded,
         out,
@@ -188,26 +179,17 @@ def render_sentiment(s: dict) -> str:
 
 @probe_group.command("pos")
 @run_argument()
-@click.option(
+@int_range_option(
     "--train-bytes",
-    type=click.IntRange(1),
     default=30_000,
-    show_default=True,
     help="Bytes of EWT train (whole sentences, seeded order) the probes fit on.",
 )
-@click.option(
-    "--test-texts",
-    "n_test",
-    type=click.IntRange(1),
-    default=None,
-    help="EWT test sentences: the first N [all 2,077].",
-)
-@click.option(
+@int_range_option("--test-texts", "n_test", help="EWT test sentences: the first N [all 2,077].")
+@choice_option(
     "--tags",
     "grouping",
-    type=click.Choice(["grouped", "ungrouped", "both"]),
+    choices=["grouped", "ungrouped", "both"],
     default="both",
-    show_default=True,
     help="Carvalho's grouped tags (NNS→NN, VB*→VB, …), raw XPOS, or both.",
 )
 @click.option(
@@ -249,8 +231,7 @@ def pos_command(
 
     groupings = ("grouped", "ungrouped") if grouping == "both" else (grouping,)
     C = POS_C if C is None else C
-    loaded = _load(run, intervene)
-    out = out or _folder(run, "pos", intervene)
+    loaded, out = _load(run, "pos", intervene, out)
     summaries = pipeline.pos(
         loaded,
         out,

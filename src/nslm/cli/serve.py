@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from nslm.cli.options import RunDir
+from nslm.cli.options import RunDir, int_range_option
 from nslm.errors import NslmError
 
 
@@ -18,33 +18,22 @@ from nslm.errors import NslmError
     show_default=True,
     help="Address to bind; the default serves this machine only.",
 )
-@click.option(
-    "--port",
-    type=click.IntRange(1, 65535),
-    default=8000,
-    show_default=True,
-    help="Port to listen on.",
-)
-@click.option(
+@int_range_option("--port", high=65535, default=8000, help="Port to listen on.")
+@int_range_option(
     "--max-prompt",
-    type=click.IntRange(1),
     default=2000,
-    show_default=True,
     help="Longest prompt, prime or review a request may send (characters).",
 )
-@click.option(
+@int_range_option(
     "--max-request-tokens",
     "max_tokens",
-    type=click.IntRange(1),
     default=200,
-    show_default=True,
     help="Most tokens (bytes for a byte LM) a request may generate.",
 )
-@click.option(
+@int_range_option(
     "--workers",
-    type=click.IntRange(1, 16),
+    high=16,
     default=1,
-    show_default=True,
     help="Server processes, each with its own copy of the runs: up to one per "
     "core answers that many requests at once.",
 )

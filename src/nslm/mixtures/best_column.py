@@ -169,8 +169,8 @@ def _best_of(models_at: np.ndarray, options: dict) -> tuple[Any, np.ndarray, flo
 
 
 class BestSource(ColumnSource):
-    """Adds the "NSLM-best" column; tuned on the first call of a table (valid), applied on
-    the second. ``context`` is the run's NSLM-context source, whose Eq. 4 it mixes in;
+    """Adds the "NSLM-best" column: :meth:`fit` tunes the mixture of a table on valid,
+    :meth:`score` applies it. ``context`` is the run's NSLM-context source, whose Eq. 4 it mixes in;
     ``rates``, r(v) of every vocabulary id (:func:`class_next_rates` of the run's training
     split), gives the r(w_prev) buckets; a run whose scoring pass has ``class_mass`` gives
     the P(class|h) ones."""
@@ -188,10 +188,6 @@ class BestSource(ColumnSource):
         self.choices: dict[str, BestChoice] = {}
         # per table, the tuning positions and NSLM-best's log-probabilities there
         self.valid_scores: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._table, self._mask, self._calls = "", None, 0
-
-    def start_table(self, table: str, valid_mask: np.ndarray) -> None:
-        self._table, self._mask, self._calls = table, valid_mask, 0
 
     def components(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> dict:
         """The models to mix, by name: per-position log-probabilities on ``split``."""
@@ -200,13 +196,18 @@ class BestSource(ColumnSource):
             found[CONTEXT] = self.context.scores(name, split).pure
         return found
 
-    def __call__(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> dict:
-        self._calls += 1
+    def fit(
+        self, table: str, valid: Split, columns: dict[str, np.ndarray], mask: np.ndarray | None
+    ) -> dict:
+        self.choices.pop(table, None)
+        self._tune(table, valid, self.components("valid", valid, columns), mask)
+        return {}  # nothing after NSLM-best reads its validation column
+
+    def score(
+        self, name: str, split: Split, columns: dict[str, np.ndarray], table: str = ""
+    ) -> dict:
         models = self.components(name, split, columns)
-        if self._calls == 1:
-            self._tune(split, models)
-            return {}
-        choice = self.choices.get(self._table)
+        choice = self.choices.get(table)
         if choice is None:  # no validation position of this table to tune on
             return {}
         neural = self.cache.probs(name, split, choice.window, choice.theta).numpy()
@@ -226,12 +227,14 @@ class BestSource(ColumnSource):
             if sources[by] is not None
         }
 
-    def _tune(self, split: Split, models: dict[str, np.ndarray]) -> None:
+    def _tune(
+        self, table: str, split: Split, models: dict[str, np.ndarray], mask: np.ndarray | None
+    ) -> None:
         names = tuple(models)
         stacked = np.stack([models[n] for n in names])
         usable = np.all(np.isfinite(stacked), axis=0)
-        if self._mask is not None:
-            usable &= self._mask
+        if mask is not None:
+            usable &= mask
         positions = np.flatnonzero(usable)
         positions = positions[positions >= 2]  # where the neural cache has a memory
         if positions.size == 0:  # e.g. a --prefix-tokens prefix without the table's classes
@@ -265,8 +268,8 @@ class BestSource(ColumnSource):
             if by_buckets[name] < ppl:
                 ppl, by, mixed = by_buckets[name], name, bucketed
                 per_bucket = tuple(tuple(map(float, w)) for w in fitted)
-        self.valid_scores[self._table] = (positions, mixed)
-        self.choices[self._table] = BestChoice(
+        self.valid_scores[table] = (positions, mixed)
+        self.choices[table] = BestChoice(
             (*names, CACHE, CLASS_CACHE, UNIGRAM_CACHE),
             tuple(map(float, weights)),
             window,

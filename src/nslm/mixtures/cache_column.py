@@ -90,9 +90,9 @@ def tune(
 class CacheSource(ColumnSource):
     """A :class:`~nslm.evaluation.columns.ColumnSource` adding "X+cache" columns.
 
-    Per table, ``start_table`` gives the validation positions to tune on; the first call
-    after it (validation) tunes, the second (the reported split) applies. p_cache is
-    memoised per split and (window, θ).
+    Per table, :meth:`fit` tunes (window, θ, λ) of each base column on the validation
+    positions of the table's objective; :meth:`score` applies them. p_cache is memoised per
+    split and (window, θ).
     """
 
     def __init__(
@@ -107,20 +107,21 @@ class CacheSource(ColumnSource):
         self.grid = grid or CacheGrid()
         # table → model → choice (given: reuse tuned parameters, as the cost benchmark does)
         self.choices: dict[str, dict[str, CacheChoice]] = dict(choices or {})
-        self._table = ""
-        self._mask: np.ndarray | None = None
-        self._calls = 0
         self._probs: dict[tuple[str, int, int, float], torch.Tensor] = {}
 
-    def start_table(self, table: str, valid_mask: np.ndarray) -> None:
-        self._table, self._mask, self._calls = table, valid_mask, 0
-
-    def __call__(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> dict:
-        self._calls += 1
-        if self._calls == 1:
-            self._tune(name, split, columns)
-            return {}  # validation columns with the cache are not needed by anything
-        return self.apply(self._table, name, split, columns)
+    def fit(
+        self, table: str, valid: Split, columns: dict[str, np.ndarray], mask: np.ndarray | None
+    ) -> dict:
+        bases = [b for b in BASES if b in columns]
+        scored = np.all([~np.isnan(columns[b]) for b in bases], axis=0)
+        positions = np.flatnonzero(scored if mask is None else scored & mask)
+        positions = positions[positions >= 1]
+        if positions.size == 0:  # e.g. a --prefix-tokens prefix without the table's classes
+            self.choices[table] = {}
+        else:
+            probs = self.probs_at(valid, positions)
+            self.choices[table] = {b: tune(columns[b][positions], probs, self.grid) for b in bases}
+        return {}  # validation columns with the cache are not needed by anything
 
     def states(self, split: Split) -> tuple[torch.Tensor, torch.Tensor]:
         """(hidden, tokens) in :func:`cache_probs_grid`'s layout: hidden[i] predicted w_{i+1}
@@ -143,23 +144,14 @@ class CacheSource(ColumnSource):
             dtype=torch.float32,
         )
 
-    def _tune(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> None:
-        bases = [b for b in BASES if b in columns]
-        scored = np.all([~np.isnan(columns[b]) for b in bases], axis=0)
-        mask = scored if self._mask is None else scored & self._mask
-        positions = np.flatnonzero(mask)
-        positions = positions[positions >= 1]
-        if positions.size == 0:  # e.g. a --prefix-tokens prefix without the table's classes
-            self.choices[self._table] = {}
-            return
-        probs = self.probs_at(split, positions)
-        picked = {b: tune(columns[b][positions], probs, self.grid) for b in bases}
-        self.choices[self._table] = picked
-
-    def apply(self, table: str, name: str, split: Split, columns: dict[str, np.ndarray]) -> dict:
+    def score(
+        self, name: str, split: Split, columns: dict[str, np.ndarray], table: str = ""
+    ) -> dict:
         """The "X+cache" columns of ``table`` on ``split``, with its tuned parameters."""
+        if table not in self.choices:
+            raise NslmError(f"the cache: no parameters for table {table!r}; fit it on valid first")
         out = {}
-        for base, choice in self.choices.get(table, {}).items():
+        for base, choice in self.choices[table].items():
             if base not in columns:
                 continue
             probs = self.probs(name, split, choice.window, choice.theta)

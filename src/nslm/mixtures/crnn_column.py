@@ -121,7 +121,9 @@ class CRNNSource(ColumnSource):
             out[hit] = lp[hit]
         return out
 
-    def __call__(self, name: str, split: Split, columns: dict[str, np.ndarray]) -> dict:
+    def score(
+        self, name: str, split: Split, columns: dict[str, np.ndarray], table: str = ""
+    ) -> dict:
         key = (name, len(split))
         if key not in self._memo:
             got = self.scorer.score(split)

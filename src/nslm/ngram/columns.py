@@ -171,8 +171,8 @@ class NgramColumns(ColumnSource):
 
     # -- per-position scores -----------------------------------------------------------------
 
-    def __call__(
-        self, name: str, split: Split, columns: dict[str, np.ndarray]
+    def score(
+        self, name: str, split: Split, columns: dict[str, np.ndarray], table: str = ""
     ) -> dict[str, np.ndarray]:
         """The ColumnSource hook: memoised per split name and length (a head is a prefix)."""
         memo = (name, len(split))

@@ -37,6 +37,7 @@ from nslm.errors import NslmError
 from nslm.generation.sampling import Sampler, SamplingConfig
 from nslm.pages.coalesce import Coalescer
 from nslm.pages.pieces import plain_pieces
+from nslm.runs.open_micro import run_open_models
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class RunView:
             self.loaded, self.micro, self.lam = opened.loaded, opened.micro, opened.lam
             self.kind = "byte" if byte else "nslm" if opened.has_micro else "word"
             self.form = "whitespace" if byte else opened.text_form
-            self.open_models = self._load_open() if opened.has_micro else {}
+            self.open_models = run_open_models(self.loaded) if opened.has_micro else {}
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, dict] = OrderedDict()
         self._predictions = Coalescer(self._predict_many)
@@ -135,16 +136,6 @@ class RunView:
             return self._predict([prompt], k, within, input_format)[0]
         except Exception as exc:  # answered to its own request
             return exc
-
-    def _load_open(self) -> dict[str, Any]:
-        """The run's open micro-models (RUN/open.json), {} without them."""
-        from nslm.runs.open_micro import OPEN_FILE, load_run_open
-
-        if not (self.path / OPEN_FILE).is_file():
-            return {}
-        from nslm.runs.micro import load_run_micro
-
-        return load_run_open(self.loaded, load_run_micro(self.loaded))
 
     def _predict(
         self, prompts: list[str], k: int, within: int, input_format: str

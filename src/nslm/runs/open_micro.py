@@ -103,13 +103,22 @@ def load_run_open(loaded: LoadedRun, micro: dict[str, MicroModel]) -> dict[str, 
     return {n: OpenMicroModel.from_params(p, micro[n], own(n)) for n, p in params.items()}
 
 
+def run_open_models(loaded: LoadedRun, *, required: bool = False) -> dict[str, OpenMicroModel]:
+    """The run's open micro-models (RUN/open.json) over its plain micro-models: the one way
+    every command and the API open them. ``{}`` for a run without open.json, or the one-line
+    error of :func:`load_run_open` when ``required``."""
+    from nslm.runs.micro import load_run_micro
+
+    if not required and not (Path(loaded.run_dir) / OPEN_FILE).is_file():
+        return {}
+    return load_run_open(loaded, load_run_micro(loaded))
+
+
 def open_vocabulary(
     loaded: LoadedRun,
 ) -> tuple[dict[str, OpenMicroModel], SpellingModel] | None:
     """The run's open micro-models (over its plain micro-models) and the spelling model
     behind ``<unk>``; None (and a note on stderr) for a run without RUN/open.json."""
-    from nslm.runs.micro import load_run_micro
-
     if not (Path(loaded.run_dir) / OPEN_FILE).is_file():
         print(
             f"note: no {Path(loaded.run_dir) / OPEN_FILE}: the open-vocabulary tables need "
@@ -117,5 +126,4 @@ def open_vocabulary(
             file=sys.stderr,
         )
         return None
-    models = load_run_open(loaded, load_run_micro(loaded))
-    return models, fit_spelling(loaded.corpus)
+    return run_open_models(loaded, required=True), fit_spelling(loaded.corpus)

@@ -17,7 +17,7 @@ Reading order, each module at the stage of what it does:
   micro-models, token by token, and its whole next-token distribution;
 - ``scoring`` (scores): the mixture over a scored text, the weights λ_c, the sums-to-one
   check;
-- ``run`` (runs): the run directory and its backbone;
+- ``run`` (runs): the run directory, its backbone and the opened run;
 - ``fit`` (training): micro.json, the class head and λ_c into the run;
 - ``tables`` (evaluation): bits per byte overall and per class, word perplexity;
 - ``predict`` (generation): the next words after a prompt, with the class × micro-model

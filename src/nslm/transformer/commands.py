@@ -10,19 +10,15 @@ reads all of it back (no corpus scoring, no refitting); ``predict`` and ``eval_t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nslm.data.corpus import PreparedCorpus
 from nslm.data.locate import locate_corpus
 from nslm.data.prepare import prepare_corpus
 from nslm.data.text import to_plain
 from nslm.data.textfile import read_text
 from nslm.errors import NslmError
 from nslm.micro.store import load_micro_models
-from nslm.transformer.candidates import Members
-from nslm.transformer.class_head import ClassHead
 from nslm.transformer.fit import (
     FIT_FILE,
     MICRO_FILE,
@@ -33,7 +29,7 @@ from nslm.transformer.fit import (
 )
 from nslm.transformer.passes import TextPass, score_text
 from nslm.transformer.predict import next_words
-from nslm.transformer.run import Transformer, load_backbone, read_config, write_config
+from nslm.transformer.run import TransformerRun, load_backbone, read_config, write_config
 from nslm.transformer.scoring import MixtureParts, members_for
 from nslm.transformer.tables import class_figures
 
@@ -47,25 +43,6 @@ def corpus_plain(name: str, split: str, max_lines: int = 0) -> str:
     if max_lines:
         lines = lines[:max_lines]
     return to_plain(" <eos> ".join(lines).split(), "wikitext")
-
-
-@dataclass
-class TransformerRun:
-    """An opened Transformer run: the backbone, the corpus's classes and micro-models, the
-    class head and the weights λ_c."""
-
-    run_dir: Path
-    config: dict[str, Any]
-    bundle: Transformer
-    corpus: PreparedCorpus
-    members: Members
-    models: dict[str, Any]
-    head: ClassHead
-    lams: dict[str, float]
-
-    @property
-    def class_names(self) -> tuple[str, ...]:
-        return tuple(self.corpus.class_names)
 
 
 def fit_transformer_run(
@@ -126,9 +103,7 @@ def open_transformer_run(run_dir: Path) -> TransformerRun:
 def predict(run: TransformerRun, prompt: str, k: int = 5, beam: int = 16) -> dict[str, Any]:
     """The top ``k`` next words after ``prompt``: the Transformer's and the mixture's, each
     member with its share from each class (λ_c · P(c | h) · P_MM(w | c))."""
-    words = next_words(
-        run.bundle, run.corpus, run.members, run.models, run.head, run.lams, prompt, k=k, beam=beam
-    )
+    words = next_words(run, prompt, k=k, beam=beam)
     return {
         "prompt": prompt,
         "class_weight": words["gate"],

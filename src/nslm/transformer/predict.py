@@ -16,7 +16,6 @@ extends it nor continues a member that begins with it). With micro-models,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +24,9 @@ import numpy as np
 from nslm.data.conversions import pending_conversion, unit_map_from_json
 from nslm.data.fixed_vocab import prepare_text
 from nslm.data.text import EOS_TOKENS
-from nslm.micro.history import Context, previous_index
 from nslm.transformer.candidates import Members
-from nslm.transformer.class_head import ClassHead
 from nslm.transformer.mixture import _log1m, _lse
+from nslm.transformer.run import TransformerRun
 
 
 @dataclass
@@ -96,22 +94,14 @@ def member_events(
 
 
 def next_words(
-    bundle: Any,
-    corpus: Any,
-    members: Members,
-    models: Mapping[str, Any],
-    head: ClassHead,
-    lams: Mapping[str, float],
-    prompt: str,
-    *,
-    k: int = 5,
-    beam: int = 16,
-    tokens: int = 10,
+    run: TransformerRun, prompt: str, *, k: int = 5, beam: int = 16, tokens: int = 10
 ) -> dict[str, list[Word]]:
-    """The top ``k`` next words of the Transformer and of the mixture after ``prompt``."""
-    tok = bundle.checkpoint.tokenizer
-    model = bundle.model
-    ids = [bundle.checkpoint.start_id, *tok.encode(prompt, add_special_tokens=False).ids]
+    """The top ``k`` next words of the Transformer and of the mixture after ``prompt``
+    (the run's micro-models weighted by its λ_c)."""
+    corpus, members, head, lams = run.corpus, run.members, run.head, run.lams
+    tok = run.bundle.checkpoint.tokenizer
+    model = run.bundle.model
+    ids = [run.bundle.checkpoint.start_id, *tok.encode(prompt, add_special_tokens=False).ids]
     rows, hidden = _forward(model, [ids])
     row, h = rows[0], hidden[0]
     spelling = members.spelling(prompt[-1] if prompt else None)
@@ -125,18 +115,17 @@ def next_words(
     unit_map = unit_map_from_json(corpus.meta.get("unit_map", {}))
     split.convert_targets[at] = pending_conversion(list(text.strings[:at]), unit_map)
     slot = np.array([at])
-    class_names = tuple(corpus.class_names)
+    class_names = run.class_names
     head_lp = head.log_probs(h[None, :].astype(np.float32))[0]
     parts: dict[str, np.ndarray] = {}
     gate = 0.0
-    for name, model_c in models.items():
+    for name, model_c in run.models.items():
         lam = float(lams.get(name, 0.0))
         c = class_names.index(name)
         gate += lam * float(np.exp(head_lp[c]))
         if lam <= 0:
             continue
-        prev = previous_index(model_c.cls.context_mask(split, model_c.context), split.article_ids)
-        ctx = Context.at(split, slot, prev)
+        ctx = model_c.cls.context(split, slot, model_c.context)
         states = h[None, :] if getattr(model_c, "needs_features", False) else None
         log_mm = model_c.log_prob(ctx, states)[0]
         parts[name] = np.log(lam) + head_lp[c] + log_mm

@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nslm.data.corpus import PreparedCorpus
 from nslm.errors import NslmError
 from nslm.files.atomic import write_json_atomic
+from nslm.transformer.candidates import Members
 from nslm.transformer.checkpoint import Checkpoint, load_checkpoint
+from nslm.transformer.class_head import ClassHead
 
 KIND = "transformer"
 DEFAULTS = {
@@ -57,6 +60,25 @@ class Transformer:
         model = build_model(checkpoint)
         checkpoint.state_dict = {}  # the model holds the weights now
         return cls(checkpoint, model, **settings)
+
+
+@dataclass
+class TransformerRun:
+    """An opened Transformer run: the backbone, the corpus's classes and micro-models, the
+    class head and the weights λ_c."""
+
+    run_dir: Path
+    config: dict[str, Any]
+    bundle: Transformer
+    corpus: PreparedCorpus
+    members: Members
+    models: dict[str, Any]
+    head: ClassHead
+    lams: dict[str, float]
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        return tuple(self.corpus.class_names)
 
 
 def default_device() -> str:

@@ -1,24 +1,36 @@
-"""``nslm eval RUN --cache --crnn --best --by-rarity``: the paper's remaining columns, the
-strongest proper model of the run, and Figure 3.
+"""The paper's extra columns of ``nslm eval RUN``: ``--cache`` (the neural cache), ``--crnn``
+(a char-LSTM per class), ``--best`` (NSLM-best, the strongest proper model of the run) and
+``--by-rarity`` (Figure 3), with the options that tune them.
 
-The options are declared here and handed to ``eval_command`` (cli/eval.py) as one bundle,
-so the command itself only wires the column sources into ``eval_tables`` (order matters: the
-CRNN before the cache, which mixes with it; the rarity recorder last, so it sees every
-column). Only cli/eval.py imports this module.
+:func:`paper_options` declares the options; :class:`PaperExtras` turns their values into the
+column sources ``eval_tables`` mixes in, in the order that matters (the CRNN before the cache,
+which mixes with it; the rarity recorder last, so it sees every column), and writes the rarity
+tables afterwards.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
-from nslm.cli.options import list_option
+from nslm.cli.options import dir_option, int_range_option, list_option
 from nslm.errors import NslmError
 
-Factory = Callable[[Any, Any], Any]  # (LoadedRun, Scorer) → ColumnSource
+if TYPE_CHECKING:
+    from nslm.evaluation.columns import ColumnSource
+    from nslm.runs.load import LoadedRun
+    from nslm.scores.passes import Scorer
+
+# builds a column source (a 5-gram, a cache, …) for the loaded run and its scorer
+Factory = Callable[["LoadedRun", "Scorer"], "ColumnSource"]
+
+# ~1,500 steps of 64 tokens bring every WikiText-2 class's CRNN to about its class unigram on
+# valid; the default 3 epochs of 256 left <city> at 10⁶ (measured).
+CRNN_STEPS = 1500
+CRNN_MAX_SECONDS = 300.0
 
 
 def _numbers(given: tuple[str, ...] | None, kind: type, option: str) -> tuple | None:
@@ -61,24 +73,17 @@ def paper_options(command: Callable) -> Callable:
             is_flag=True,
             help="Add the CRNN column (a char-LSTM per class, trained once).",
         ),
-        click.option(
-            "--crnn-dir",
-            type=click.Path(file_okay=False, path_type=Path),
-            metavar="DIR",
-            default=None,
-            help="Where the CRNN weights are kept [RUN/crnn].",
-        ),
-        click.option(
+        dir_option("--crnn-dir", help="Where the CRNN weights are kept [RUN/crnn]."),
+        int_range_option(
             "--crnn-steps",
-            type=click.IntRange(1, 10**6),
-            default=1500,
-            show_default=True,
+            high=10**6,
+            default=CRNN_STEPS,
             help="CRNN training steps per class, at least (3 epochs if more; batch 64).",
         ),
         click.option(
             "--crnn-max-seconds",
             type=click.FloatRange(min=0, min_open=True),
-            default=300.0,
+            default=CRNN_MAX_SECONDS,
             show_default=True,
             help="Cap on each class's CRNN training time.",
         ),
@@ -114,8 +119,8 @@ class PaperExtras:
         cache_lambda: tuple[str, ...] = (),
         crnn: bool = False,
         crnn_dir: Path | None = None,
-        crnn_steps: int = 1500,
-        crnn_max_seconds: float = 300.0,
+        crnn_steps: int = CRNN_STEPS,
+        crnn_max_seconds: float = CRNN_MAX_SECONDS,
         best: bool = False,
         by_rarity: bool = False,
     ) -> None:
@@ -146,8 +151,6 @@ class PaperExtras:
         )
         self.cache, self.crnn, self.best, self.by_rarity = cache, crnn, best, by_rarity
         self.crnn_dir = crnn_dir
-        # ~1,500 steps of 64 tokens bring every WikiText-2 class's CRNN to about its class
-        # unigram on valid; the default 3 epochs of 256 left <city> at 10⁶ (measured).
         self.crnn_config = CharRNNConfig(
             epochs=3, batch_size=64, min_steps=crnn_steps, max_seconds=crnn_max_seconds
         )
