@@ -33,7 +33,7 @@ import torch
 
 from machine import machine_info, timing_arguments, today
 from nslm.evaluation.context_column import ContextSource
-from nslm.evaluation.report import evaluate_run, objective_mask, render
+from nslm.evaluation.report import EvalOptions, evaluate_run, objective_mask, render
 from nslm.files.atomic import write_json_atomic
 from nslm.micro.pipeline import micro_log_probs
 from nslm.mixtures.best_column import COLUMN, CONTEXT, BestSource, bucket_signal
@@ -70,7 +70,12 @@ def evaluate(loaded, micro, context, objective: str) -> tuple[dict, BestSource]:
     if objective == "table":
         sources.insert(len(sources) - 1, CacheSource(scorer, CACHE_GRID))  # before best
     result = evaluate_run(
-        loaded, micro, split="test", lambda_objective=objective, extra=sources, scorer=scorer
+        loaded,
+        micro,
+        split="test",
+        options=EvalOptions(lambda_objective=objective),
+        extra=sources,
+        scorer=scorer,
     )
     return result, best
 

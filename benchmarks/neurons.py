@@ -58,17 +58,16 @@ def valid_bpb(loaded, n_bytes: int) -> float:
 
 def probe_point(loaded, args: argparse.Namespace) -> dict:
     """The emergence probes of one set of weights."""
-    sst = pipeline.sentiment(
-        loaded, None, n_train=args.emergence_sst_train, bow=False, batch_size=args.batch_size
-    )
+    quiet = pipeline.ProbeSettings(batch_size=args.batch_size)
+    sst = pipeline.sentiment(loaded, None, quiet, n_train=args.emergence_sst_train, bow=False)
     pos = pipeline.pos(
         loaded,
         None,
+        quiet,
         train_bytes=args.emergence_pos_train_bytes,
         n_test=args.emergence_pos_test,
         groupings=("grouped",),
         ks=(),
-        batch_size=args.batch_size,
     )
     return {
         "valid_bpb": valid_bpb(loaded, args.bpb_bytes),
@@ -128,31 +127,23 @@ def main() -> None:
         raise SystemExit(f"error: {args.run} has no results.json: a finished byte-LM run, please")
     loaded = open_run(args.run, micro="none", byte_lm="benchmarks/neurons.py").loaded
     probes = args.run / "probes"
+    settings = pipeline.ProbeSettings(batch_size=args.batch_size, log=log)
     log("SST-2")
-    sst = pipeline.sentiment(loaded, probes / "sentiment-sst2", batch_size=args.batch_size, log=log)
+    sst = pipeline.sentiment(loaded, probes / "sentiment-sst2", settings)
     log("SST-2, raw")
-    sst_raw = pipeline.sentiment(
-        loaded, None, batch_size=args.batch_size, bow=False, raw=True, log=log
-    )
+    sst_raw = pipeline.sentiment(loaded, None, settings, bow=False, raw=True)
     log(f"IMDB (last {args.imdb_last_bytes} bytes)")
     imdb = pipeline.sentiment(
         loaded,
         probes / "sentiment-imdb",
+        settings,
         dataset="imdb",
         last_bytes=args.imdb_last_bytes,
         n_train=args.imdb_train,
         n_test=args.imdb_test,
-        batch_size=args.batch_size,
-        log=log,
     )
     log(f"POS ({args.pos_train_bytes:,} train bytes)")
-    pos = pipeline.pos(
-        loaded,
-        probes / "pos",
-        train_bytes=args.pos_train_bytes,
-        batch_size=args.batch_size,
-        log=log,
-    )
+    pos = pipeline.pos(loaded, probes / "pos", settings, train_bytes=args.pos_train_bytes)
     grouped, ungrouped = pos["grouped"], pos["ungrouped"]
     points = [] if args.no_emergence else emergence(args.run, args)
     png = args.out.with_name(args.out.stem + "_emergence.png")

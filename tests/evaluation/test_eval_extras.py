@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from helpers import copy_run
 from nslm.cli import main
-from nslm.evaluation.report import evaluate_run
+from nslm.evaluation.report import EvalOptions, evaluate_run
 from nslm.mixtures.cache import (
     CacheParams,
     cache_distribution,
@@ -272,7 +272,9 @@ def test_cli_end_to_end(run: Path, loaded, capsys: pytest.CaptureFixture) -> Non
         len(list((run / "crnn").glob("crnn-*.safetensors"))) == len(loaded.corpus.class_names) - 1
     )
     # the extras leave the run's own columns as a plain eval computes them
-    plain = evaluate_run(loaded, load_run_micro(loaded), split="test", max_tokens=SLICE)
+    plain = evaluate_run(
+        loaded, load_run_micro(loaded), split="test", options=EvalOptions(max_tokens=SLICE)
+    )
     for table, entry in plain["tables"].items():
         for row, values in entry["rows"].items():
             for model, ppl in values.items():

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from helpers import copy_run
 from nslm.cli import main
-from nslm.evaluation.report import evaluate_run
+from nslm.evaluation.report import EvalOptions, evaluate_run
 from nslm.ngram.build import score_split
 from nslm.ngram.columns import NgramColumns, column_names, ngram_source
 from nslm.ngram.model import NgramModel
@@ -58,7 +58,9 @@ def source(loaded, micro, run: Path) -> NgramColumns:
 
 @pytest.fixture(scope="module")
 def result(loaded, micro, source):
-    return evaluate_run(loaded, micro, split="test", max_tokens=SLICE, extra=[source])
+    return evaluate_run(
+        loaded, micro, split="test", options=EvalOptions(max_tokens=SLICE), extra=[source]
+    )
 
 
 def test_columns_in_every_table(result) -> None:

@@ -20,7 +20,7 @@ import torch
 
 from nslm.cli import main
 from nslm.evaluation.columns import ColumnSource
-from nslm.evaluation.report import evaluate_run
+from nslm.evaluation.report import EvalOptions, evaluate_run
 from nslm.generation.predict import DEFAULT_PROMPT
 from nslm.micro.pipeline import fit_micro
 from nslm.micro.store import write_micro_json
@@ -152,7 +152,7 @@ def test_nslm_equals_hnlm_where_no_micro_model(loaded, test_slice, scores) -> No
 
 
 def test_tables_rows_and_aggregates(loaded, micro) -> None:
-    result = evaluate_run(loaded, micro, split="test", max_tokens=SLICE)
+    result = evaluate_run(loaded, micro, split="test", options=EvalOptions(max_tokens=SLICE))
     assert set(result["tables"]) == {"numbers", "places"}
     numbers = result["tables"]["numbers"]
     assert list(numbers["classes"]) == [
@@ -204,7 +204,9 @@ class _TrainUnigram(ColumnSource):
 
 def test_a_user_column_source_joins_the_tables(loaded, micro) -> None:
     source = _TrainUnigram(loaded.corpus)
-    result = evaluate_run(loaded, micro, split="test", max_tokens=SLICE, extra=[source])
+    result = evaluate_run(
+        loaded, micro, split="test", options=EvalOptions(max_tokens=SLICE), extra=[source]
+    )
     split = head_of(loaded.corpus.test, SLICE)
     expected = math.exp(-source.log_p[split.token_ids[1:]].mean())  # position 0 is unscored
     for entry in result["tables"].values():

@@ -18,7 +18,7 @@ import torch
 from nslm.cli import main
 from nslm.config import load_config
 from nslm.errors import NslmError
-from nslm.evaluation.report import evaluate_run
+from nslm.evaluation.report import EvalOptions, evaluate_run
 from nslm.runs.micro import load_run_micro
 from nslm.scores.classes import RoleShares, SingleTaskFactor
 from nslm.scores.passes import Scorer, feature_batches, use_threads
@@ -160,7 +160,9 @@ def test_eval_cli_tables_without_hnlm(run: Path, loaded, capsys) -> None:
     assert "HNLM" not in rows["Global"] and rows["Global"]["NSLM"] > 1
     assert "NSLM-pure" in rows["year"]
     # The evaluation API gives the same tables.
-    result = evaluate_run(loaded, load_run_micro(loaded), split="test", max_tokens=SLICE)
+    result = evaluate_run(
+        loaded, load_run_micro(loaded), split="test", options=EvalOptions(max_tokens=SLICE)
+    )
     assert result["tables"]["numbers"]["rows"]["Global"]["NNLM"] == pytest.approx(
         rows["Global"]["NNLM"]
     )

@@ -5,6 +5,7 @@ on any text file (``--text``) or on another train/valid/test directory (``--corp
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from nslm.errors import NslmError
 if TYPE_CHECKING:
     from nslm.data.corpus import Split
     from nslm.data.fixed_vocab import TextSplit
+    from nslm.evaluation.report import EvalOptions
     from nslm.mixtures.cache_column import CacheGrid
     from nslm.runs.kinds import RunRef
 
@@ -36,35 +38,33 @@ SPLITS = ("valid", "test")
 def eval_tables(
     run: Path,
     splits: Sequence[str],
-    lambda_objective: str = "table",
-    max_tokens: int = 0,
+    options: EvalOptions | None = None,
     extra: Sequence[Factory] = (),
     *,
     keep_features: bool = False,
     best: CacheGrid | None = None,
-    texts: dict[str, Split] | None = None,
-    lambdas: dict[str, float] | None = None,
     out: Path | None = None,
-    plain: dict[str, TextSplit] | None = None,
 ) -> dict:
     """Tables 2/3 of RUN for each split (λ tuned on valid); RUN/tables_<split>.json.
 
-    ``extra``: factories that build a column source (a 5-gram, a cache, …) for the loaded run
-    and its scorer, whose one backbone pass per split they all share. ``texts`` replaces
-    splits by name (``--text``, ``--corpus``), ``plain`` the prepared texts behind them;
-    ``lambdas`` are a previous evaluation's λ. ``best`` (its cache grid) adds the NSLM-best
-    column (:mod:`nslm.mixtures.best_column`), which mixes every model column before it.
+    ``options``: the λ objective, a prefix of each split, and what --text or --corpus
+    scores instead of the run's splits, with a previous evaluation's λ
+    (:class:`nslm.evaluation.report.EvalOptions`). ``extra``: factories that build a column
+    source (a 5-gram, a cache, …) for the loaded run and its scorer, whose one backbone pass
+    per split they all share. ``best`` (its cache grid) adds the NSLM-best column
+    (:mod:`nslm.mixtures.best_column`), which mixes every model column before it.
     """
     from nslm.evaluation.open_report import open_tables
-    from nslm.evaluation.report import evaluate_run, render
+    from nslm.evaluation.report import EvalOptions, evaluate_run, render
     from nslm.files.atomic import write_json_atomic
     from nslm.runs.context_micro import has_context_models, load_run_context
     from nslm.runs.open import open_run
     from nslm.runs.open_micro import open_vocabulary
 
+    options = options or EvalOptions()
     opened = open_run(run, micro="plain")
     loaded, micro = opened.loaded, opened.micro
-    context = has_context_models(run) and lambdas is None  # its λ is tuned on valid
+    context = has_context_models(run) and options.lambdas is None  # its λ is tuned on valid
     scorer = loaded.scorer(keep_features=keep_features)
     sources = [make(loaded, scorer) for make in extra]
     context_source = None
@@ -83,22 +83,15 @@ def eval_tables(
         rates = class_next_rates(loaded.corpus.train, len(loaded.corpus.vocab))
         sources.insert(last, BestSource(scorer, context_source, best, rates))
     # every token counted too (open vocabulary): the texts with their token strings
-    open_texts = plain if plain is not None else _own_texts(loaded, ("valid", *splits))
+    open_texts = options.plain
+    if open_texts is None:
+        open_texts = _own_texts(loaded, ("valid", *splits))
     opened_vocab = open_vocabulary(loaded)
     results = {}
     for split in splits:
         click.echo(f"eval: scoring {split} …", err=True)
         result = evaluate_run(
-            loaded,
-            micro,
-            split=split,
-            lambda_objective=lambda_objective,
-            max_tokens=max_tokens,
-            extra=sources,
-            scorer=scorer,
-            splits=texts,
-            lambdas=lambdas,
-            plain=plain,
+            loaded, micro, split=split, options=options, extra=sources, scorer=scorer
         )
         # every token counted too: the open-vocabulary tables (docs/nslm.md)
         if opened_vocab is not None:
@@ -182,6 +175,7 @@ def eval_command(
     tokens); it is also scored in bits per byte, word perplexity and OOV-adjusted perplexity,
     which do not depend on the tokenization.
     """
+    from nslm.evaluation.report import EvalOptions
     from nslm.ngram.counting import MAX_ORDER
 
     splits = splits or SPLITS
@@ -208,7 +202,8 @@ def eval_command(
             f"--cache, --crnn, --best and --by-rarity need RUN/micro.json: run "
             f"'nslm micro fit {run}' first"
         )
-    texts, plain, splits, lambdas = _outside_splits(run, text_file, corpus, splits, input_format)
+    options = EvalOptions(lambda_objective=lambda_objective, max_tokens=max_tokens)
+    splits, options = _outside_splits(run, options, text_file, corpus, splits, input_format)
     if extras.best and ngram_order is None:
         ngram_order = 5  # the n-gram and n-gram NSLM columns NSLM-best mixes in
     if extras.wanted or use_nslm(run, model_kind, "eval"):
@@ -216,19 +211,15 @@ def eval_command(
         eval_tables(
             run,
             splits,
-            lambda_objective,
-            max_tokens,
+            options,
             factories,
             keep_features=extras.keep_features,
-            texts=texts,
             best=extras.best_grid if extras.best else None,
-            lambdas=lambdas,
             out=out,
-            plain=plain,
         )
         extras.finish(run)
         return
-    _eval_heads(run, splits, max_tokens, ngram_order, texts, out, plain, intervene)
+    _eval_heads(run, splits, options, ngram_order, out, intervene)
 
 
 def _intervention_options(paper: dict[str, Any], model_kind: str) -> dict[str, Any]:
@@ -255,22 +246,21 @@ def _ngram_factories(order: int | None) -> list[Factory]:
 
 def _outside_splits(
     run: RunRef,
+    options: EvalOptions,
     text_file: Path | None,
     corpus_dir: str | None,
     splits: Sequence[str],
     input_format: str = "plain",
-) -> tuple[
-    dict[str, Split] | None, dict[str, TextSplit] | None, tuple[str, ...], dict[str, float] | None
-]:
-    """What --text / --corpus score: the splits to score by name (the outside text prepared
-    with the run's vocabulary and class rules, :mod:`nslm.data.fixed_vocab`), the prepared
-    texts behind them (none for a byte LM, which reads bytes), their names, and the λ a
-    previous evaluation saved."""
+) -> tuple[tuple[str, ...], EvalOptions]:
+    """What --text / --corpus score: the names of the splits to score, and ``options`` with
+    those splits (the outside text prepared with the run's vocabulary and class rules,
+    :mod:`nslm.data.fixed_vocab`), the prepared texts behind them (none for a byte LM, which
+    reads bytes) and the λ a previous evaluation saved."""
     if text_file is None and corpus_dir is None:
-        return None, None, tuple(splits), None
+        return tuple(splits), options
     if run.kind == "byte":
         texts, names = _byte_splits(text_file, corpus_dir, splits)
-        return texts, None, names, None
+        return names, replace(options, texts=texts)
     from nslm.data.fixed_vocab import prepare_corpus_dir, prepare_text_file
     from nslm.runs.assets import read_run_assets
     from nslm.runs.lambdas import saved_lambdas
@@ -285,7 +275,7 @@ def _outside_splits(
         for part in prepared.values():
             click.echo(f"eval: {part.describe()}", err=True)
         texts = {name: part.split for name, part in prepared.items()}
-        return texts, dict(prepared), tuple(splits), None
+        return tuple(splits), replace(options, texts=texts, plain=prepared)
     text = prepare_text_file(corpus, text_file, "text", input_format)
     click.echo(f"eval: {text.describe()}", err=True)
     saved = saved_lambdas(run)
@@ -297,7 +287,8 @@ def _outside_splits(
         click.echo(
             "eval: no saved λ (run 'nslm eval RUN' once): tuning on the run's valid", err=True
         )
-    return {"text": text.split}, {"text": text}, ("text",), lambdas
+    given = {"text": text.split}
+    return ("text",), replace(options, texts=given, plain={"text": text}, lambdas=lambdas)
 
 
 def _own_texts(loaded, splits: Sequence[str]) -> dict[str, TextSplit]:
@@ -333,16 +324,16 @@ def _byte_splits(
 def _eval_heads(
     run: Path,
     splits: Sequence[str],
-    max_tokens: int,
+    options: EvalOptions,
     ngram_order: int | None,
-    texts: dict[str, Split] | None = None,
     out_path: Path | None = None,
-    plain: dict[str, TextSplit] | None = None,
     intervene: dict[str, Any] | None = None,
 ) -> None:
-    """Global perplexity of each neural head (and an n-gram's); RUN/eval.json. A prepared
-    text (``plain``) also gets its tokenization-free figures under ``"text"``. A byte LM
-    with ``intervene`` (--ablate, --clamp, --steer) is scored so: RUN/eval-intervened.json."""
+    """Global perplexity of each neural head (and an n-gram's); RUN/eval.json. The splits
+    are the run's or those of ``options`` (its λ objective and λ have no use here); a
+    prepared text (``options.plain``) also gets its tokenization-free figures under
+    ``"text"``. A byte LM with ``intervene`` (--ablate, --clamp, --steer) is scored so:
+    RUN/eval-intervened.json."""
     from nslm.byte_lm.intervention import set_intervention
     from nslm.cli.intervention_options import intervention_of, wants_intervention
     from nslm.evaluation.text_scores import render_text_figures, text_figures
@@ -361,9 +352,10 @@ def _eval_heads(
 
         ngram = ngram_source(ngram_order, with_nslm=False)(loaded)
     scorer = loaded.scorer()
+    max_tokens, plain = options.max_tokens, options.plain
     out: dict[str, dict[str, float]] = {}
     for split in splits:
-        given = (texts or {}).get(split)
+        given = (options.texts or {}).get(split)
         part = head_of(given if given is not None else loaded.corpus.splits[split], max_tokens)
         scores = scorer.score(part, tuple(loaded.cfg.heads))
         out[split] = scores.head_figures(loaded.cfg.heads)

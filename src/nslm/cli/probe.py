@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,9 @@ from nslm.cli.options import (
 )
 from nslm.files.json_policy import json_text
 
+if TYPE_CHECKING:
+    from nslm.byte_lm.probes.pipeline import ProbeSettings
+
 _batch = int_range_option(
     "--batch-size", default=128, help="Texts per LSTM batch when reading states."
 )
@@ -30,6 +33,13 @@ _no_figures = click.option("--no-figures", is_flag=True, help="Write no PNG/HTML
 
 def _log(message: str) -> None:
     click.echo(message, err=True)
+
+
+def _settings(batch_size: int, no_figures: bool) -> ProbeSettings:
+    """What every probe command shares: --batch-size, --no-figures, progress on stderr."""
+    from nslm.byte_lm.probes.pipeline import ProbeSettings
+
+    return ProbeSettings(batch_size=batch_size, figures=not no_figures, log=_log)
 
 
 def _load(run: Path, name: str, intervene: dict[str, Any], out: Path | None):
@@ -134,16 +144,14 @@ def sentiment_command(
     summary = pipeline.sentiment(
         loaded,
         out,
+        _settings(batch_size, no_figures),
         dataset=dataset,
         last_bytes=last_bytes,
         n_train=n_train,
         n_dev=n_dev,
         n_test=n_test,
-        batch_size=batch_size,
         bow=not no_bow,
-        figures=not no_figures,
         raw=verbatim,
-        log=_log,
     )
     click.echo(json_text(summary) if as_json else render_sentiment(summary))
 
@@ -232,16 +240,9 @@ def pos_command(
     groupings = ("grouped", "ungrouped") if grouping == "both" else (grouping,)
     C = POS_C if C is None else C
     loaded, out = _load(run, "pos", intervene, out)
+    settings = _settings(batch_size, no_figures)
     summaries = pipeline.pos(
-        loaded,
-        out,
-        train_bytes=train_bytes,
-        n_test=n_test,
-        groupings=groupings,
-        C=C,
-        batch_size=batch_size,
-        figures=not no_figures,
-        log=_log,
+        loaded, out, settings, train_bytes=train_bytes, n_test=n_test, groupings=groupings, C=C
     )
     click.echo(json_text(summaries) if as_json else render_pos(summaries))
 

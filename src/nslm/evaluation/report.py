@@ -9,7 +9,8 @@ validation Global perplexity instead, for every table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,49 +48,67 @@ def objective_mask(corpus: PreparedCorpus, split: Split, table: str, objective: 
     return np.isin(split.class_ids, ids)
 
 
+@dataclass(frozen=True)
+class EvalOptions:
+    """How ``evaluate_run`` scores a split, beyond which split (``nslm eval``'s options).
+
+    ``lambda_objective``: tune λ on valid per table (``table``) or on the Global perplexity
+    (``global``). ``max_tokens``: score only each split's first N tokens (0: all). ``texts``
+    replaces the corpus's splits by name (``nslm eval --text/--corpus``); ``plain``: the
+    prepared texts behind them, whose tokenization-free figures (bits per byte, word and
+    OOV-adjusted perplexity: :mod:`nslm.evaluation.text_scores`) go under ``"text"``;
+    ``lambdas`` ({"global": λ, table: λ}, as a previous evaluation tuned them) skips
+    validation altogether.
+    """
+
+    lambda_objective: str = "table"
+    max_tokens: int = 0
+    texts: Mapping[str, Split] | None = None
+    plain: Mapping[str, TextSplit] | None = None
+    lambdas: Mapping[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.lambda_objective not in OBJECTIVES:
+            raise NslmError(f"λ objective must be one of {', '.join(OBJECTIVES)}")
+
+
 def evaluate_run(
     loaded: LoadedRun,
     micro: dict[str, MicroModel],
     *,
     split: str = "test",
-    lambda_objective: str = "table",
-    max_tokens: int = 0,
+    options: EvalOptions = EvalOptions(),
     scores: dict[str, SplitScores] | None = None,
     extra: Sequence[ColumnSource] = (),
     scorer: Scorer | None = None,
-    splits: dict[str, Split] | None = None,
-    lambdas: dict[str, float] | None = None,
-    plain: dict[str, TextSplit] | None = None,
 ) -> dict[str, Any]:
     """Score valid (for λ) and ``split``; return every table of the run as JSON-ready data.
 
-    ``scores`` may hold already computed :class:`SplitScores` by split name (the benchmark
-    reuses them). ``extra`` adds columns after the run's own
+    ``options``: the λ objective, a prefix of each split, outside texts and saved λ
+    (:class:`EvalOptions`). ``scores`` may hold already computed :class:`SplitScores` by
+    split name (the benchmark reuses them). ``extra`` adds columns after the run's own
     (:class:`nslm.evaluation.columns.ColumnSource`); give the ``scorer`` the extras read
-    from, so that all of them share its one backbone pass per split. ``splits`` replaces the
-    corpus's splits by name (``nslm eval --text/--corpus``); ``lambdas`` ({"global": λ,
-    table: λ}, as a previous evaluation tuned them) skips validation altogether. ``plain``:
-    the prepared texts behind ``splits``, whose tokenization-free figures (bits per byte, word
-    and OOV-adjusted perplexity: :mod:`nslm.evaluation.text_scores`) go under ``"text"``.
+    from, so that all of them share its one backbone pass per split.
     """
-    if lambda_objective not in OBJECTIVES:
-        raise NslmError(f"λ objective must be one of {', '.join(OBJECTIVES)}")
+    lambdas, plain = options.lambdas, options.plain
     if lambdas is not None and extra:
         raise NslmError("extra columns tune on validation: they need the run's valid split")
     corpus = loaded.corpus
     scorer = scorer or loaded.scorer()
     scores = dict(scores or {})
     names = {split} if lambdas is not None else {"valid", split}
-    given = dict(splits or {})
-    data = {s: head_of(given[s] if s in given else corpus.splits[s], max_tokens) for s in names}
+    given = options.texts or {}
+    data = {
+        s: head_of(given[s] if s in given else corpus.splits[s], options.max_tokens) for s in names
+    }
     scores.update({n: scorer.nslm(part, micro) for n, part in data.items() if n not in scores})
     target = scores[split]
     selected = selected_summary(micro)
     out: dict[str, Any] = {
         "run": str(loaded.run_dir),
         "split": split,
-        "lambda_objective": lambda_objective,
-        "max_tokens": max_tokens,
+        "lambda_objective": options.lambda_objective,
+        "max_tokens": options.max_tokens,
         "tables": {},
     }
     if lambdas is None:
@@ -100,7 +119,7 @@ def evaluate_run(
     out["lambda_global"] = lam_global
     for table in tables_for(corpus):
         if lambdas is None:
-            mask = objective_mask(corpus, data["valid"], table, lambda_objective)
+            mask = objective_mask(corpus, data["valid"], table, options.lambda_objective)
             lam, valid_ppl = tune_lambda(valid.nnlm, valid.pure, mask)
         else:
             lam, valid_ppl = lambdas.get(table, lam_global), None

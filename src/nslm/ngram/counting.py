@@ -57,15 +57,30 @@ class OrderCounts:
 
 @dataclass
 class NgramCounts:
-    """Raw counts of every order 1..N and the continuation (left-extension) counts."""
+    """Raw counts of every order 1..N and the continuation (left-extension) counts.
 
-    order: int
-    vocab_size: int  # V, <s> included
-    bos_id: int
-    eos_id: int
+    The order N, the vocabulary size V and the number of training tokens are not stored: the
+    list of orders and its dense unigram table hold them.
+    """
+
     orders: list[OrderCounts]  # orders[k-1] holds order k
     continuation: list[np.ndarray]  # continuation[k-1]: distinct left words, orders 1..N-1
-    n_tokens: int  # predicted tokens in the training stream (all but <s>)
+    bos_id: int
+    eos_id: int
+
+    @property
+    def order(self) -> int:
+        return len(self.orders)
+
+    @property
+    def vocab_size(self) -> int:
+        """V, ``<s>`` included: the unigram table has a row per word."""
+        return self.orders[0].vocab_size
+
+    @property
+    def n_tokens(self) -> int:
+        """Predicted tokens in the training stream: all but ``<s>``, whose unigram count is 0."""
+        return int(self.orders[0].count.sum())
 
     def top_level(self, k: int) -> np.ndarray:
         """Mask of the order-k n-grams whose context is a complete history.
@@ -104,13 +119,14 @@ def _next_bos(stream: np.ndarray, bos_id: int) -> np.ndarray:
     return padded[idx]
 
 
-def count_ngrams(stream: np.ndarray, order: int, vocab_size: int, bos_id: int, eos_id: int):
+def count_ngrams(
+    stream: np.ndarray, order: int, vocab_size: int, bos_id: int, eos_id: int
+) -> NgramCounts:
     """Count all n-grams of orders 1..``order`` in a ``<s>``-delimited id stream."""
     check_order(order)
     stream = np.asarray(stream, dtype=np.int64)
     n = len(stream)
-    predicted = int(np.count_nonzero(stream != bos_id))
-    if predicted == 0:
+    if np.all(stream == bos_id):  # nothing to predict (<s> alone, or nothing at all)
         raise NslmError("cannot count n-grams: the training corpus has no tokens")
     if stream.min() < 0 or stream.max() >= vocab_size:
         raise ValueError("token id outside the vocabulary")
@@ -159,12 +175,4 @@ def count_ngrams(stream: np.ndarray, order: int, vocab_size: int, bos_id: int, e
         )
         rank = np.full(n, -1, dtype=np.int64)
         rank[starts] = inverse.reshape(-1)
-    return NgramCounts(
-        order=order,
-        vocab_size=vocab_size,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        orders=orders,
-        continuation=continuation,
-        n_tokens=predicted,
-    )
+    return NgramCounts(orders, continuation, bos_id=bos_id, eos_id=eos_id)

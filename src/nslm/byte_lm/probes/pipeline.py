@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,21 +38,31 @@ def _quiet(_: str) -> None:
     pass
 
 
+@dataclass(frozen=True)
+class ProbeSettings:
+    """How a probe runs, whichever probe it is: ``batch_size`` texts per LSTM batch when
+    reading states, ``figures`` (PNG/HTML beside the JSON, when there is an ``out`` folder),
+    ``data_dir`` the labelled data's folder (``$NSLM_DATA_DIR`` when None), and ``log`` the
+    progress lines."""
+
+    batch_size: int = 128
+    figures: bool = True
+    data_dir: Path | str | None = None
+    log: Log = _quiet
+
+
 def sentiment(
     loaded,
     out: Path | None,
+    settings: ProbeSettings = ProbeSettings(),
     *,
     dataset: str = "sst2",
     last_bytes: int | None = None,
     n_train: int | None = None,
     n_dev: int = 500,
     n_test: int | None = None,
-    batch_size: int = 128,
     bow: bool = True,
-    figures: bool = True,
     raw: bool = False,
-    data_dir: Path | str | None = None,
-    log: Log = _quiet,
 ) -> dict:
     """The sentiment probe of ``dataset`` (``sst2`` or ``imdb``); returns the summary.
 
@@ -63,6 +74,7 @@ def sentiment(
     shuffled test file (all 25,000 when None), each cut to its last ``last_bytes`` bytes.
     """
     start = time.perf_counter()
+    data_dir, batch_size, log = settings.data_dir, settings.batch_size, settings.log
     if dataset == "sst2":
         splits = sst2_splits(data_dir, n_train=n_train, detokenise=not raw)
     else:
@@ -84,7 +96,7 @@ def sentiment(
             last_bytes=last_bytes,
         )
     save_probe(out / "neuron.json", result.neuron, dataset=dataset, features=result.best_pooling)
-    if figures:
+    if settings.figures:
         best, neuron = result.best_pooling, result.neuron
         plots.weight_bars(
             result.probes[best].weights(),
@@ -104,22 +116,18 @@ def sentiment(
 
 
 def pos_data(
-    loaded,
-    *,
-    train_bytes: int | None,
-    n_test: int | None,
-    grouped: bool,
-    batch_size: int,
-    data_dir: Path | str | None,
-    log: Log,
+    loaded, train_bytes: int | None, n_test: int | None, settings: ProbeSettings
 ) -> tuple[ByteData, ByteData]:
     """Train bytes (whole sentences of EWT train, seeded, until ``train_bytes``) and EWT test
-    (its first ``n_test`` sentences, all when None), with states and tags."""
-    train_sentences = take_bytes(read_ewt("train", data_dir), train_bytes)
-    test_sentences = read_ewt("test", data_dir, limit=n_test)
-    log(f"states of {len(train_sentences):,} EWT train and {len(test_sentences):,} test sentences")
-    train = byte_dataset(loaded, train_sentences, grouped=grouped, batch_size=batch_size)
-    test = byte_dataset(loaded, test_sentences, grouped=grouped, batch_size=batch_size)
+    (its first ``n_test`` sentences, all when None), with states and raw XPOS tags
+    (:func:`regroup` groups them)."""
+    train_sentences = take_bytes(read_ewt("train", settings.data_dir), train_bytes)
+    test_sentences = read_ewt("test", settings.data_dir, limit=n_test)
+    settings.log(
+        f"states of {len(train_sentences):,} EWT train and {len(test_sentences):,} test sentences"
+    )
+    train = byte_dataset(loaded, train_sentences, grouped=False, batch_size=settings.batch_size)
+    test = byte_dataset(loaded, test_sentences, grouped=False, batch_size=settings.batch_size)
     return train, test
 
 
@@ -130,32 +138,22 @@ def regroup(data: ByteData, grouped_tags: np.ndarray) -> ByteData:
 def pos(
     loaded,
     out: Path | None,
+    settings: ProbeSettings = ProbeSettings(),
     *,
     train_bytes: int | None = 30_000,
     n_test: int | None = None,
     groupings: Sequence[str] = ("grouped", "ungrouped"),
     C: float = POS_C,
     ks: Sequence[int] = TOP_KS,
-    batch_size: int = 128,
-    figures: bool = True,
     plot_tags: Sequence[str] = PLOT_TAGS,
-    data_dir: Path | str | None = None,
-    log: Log = _quiet,
 ) -> dict:
     """The POS probes, grouped and/or ungrouped tags, on one extraction; returns
     ``{grouping: summary}``."""
     from nslm.byte_lm.probes.pos import group_tag
 
     start = time.perf_counter()
-    train, test = pos_data(
-        loaded,
-        train_bytes=train_bytes,
-        n_test=n_test,
-        grouped=False,
-        batch_size=batch_size,
-        data_dir=data_dir,
-        log=log,
-    )
+    log = settings.log
+    train, test = pos_data(loaded, train_bytes, n_test, settings)
     summaries = {}
     for grouping in groupings:
         if grouping == "grouped":
@@ -170,7 +168,7 @@ def pos(
         folder = out / grouping
         for name, probe in result.probes.items():
             save_probe(folder / f"probe_{name}.json", probe, grouping=grouping, neurons=name)
-        if figures:
+        if settings.figures:
             pos_figures(result.probes["all"], tr, te, folder, plot_tags)
         write_json_atomic(folder / "summary.json", summaries[grouping])
         log(f"wrote {folder}/summary.json, probe files and figures")
@@ -215,4 +213,4 @@ def pos_figures(
         )
 
 
-__all__ = ["DEFAULT_IMDB_LAST_BYTES", "pos", "sentiment"]
+__all__ = ["DEFAULT_IMDB_LAST_BYTES", "ProbeSettings", "pos", "sentiment"]
