@@ -1,0 +1,172 @@
+"""NSLM-open against the closed NSLM on EWT's numbers under both conventions, lever by lever.
+
+    python benchmarks/open_vocab_levers.py --run RUN [--out FILE]
+
+Issue 39 asks NSLM-open to beat the closed NSLM on UD English EWT's Numbers both properly and
+under Ueberla's adjusted convention. The adjusted convention gives the closed model
+P(``<unk>`` | h) / |U| at every unseen token (U: the text's distinct unseen types), and
+NSLM-open keeps that reading and adds its class's, so its adjusted gain at an unseen number
+is log(1 + r), r = P(c | h) · P_open(s | c, ctx) / (P(``<unk>`` | h) / |U|), while every known
+number pays the share of its class that the open model keeps for new members. This script
+scores EWT once per variant of the open micro-models (λs as benchmarks/open_vocab.py tuned
+them on WikiText-2 valid) and writes benchmarks/results/open_vocab_levers.json:
+
+- ``variants``: per variant, ``proper_ratio`` and ``adjusted_ratio`` (NSLM-open ÷ NSLM,
+  EWT Numbers perplexity) and the gain in nats on the in- and out-of-vocabulary numbers;
+- ``handout``: at EWT's unseen number tokens, the median of log P(``<unk>`` | h), log |U|,
+  the class route log P(c | h) P_open(s | c, ctx) and the spelled reading, and the share of
+  tokens whose class route beats the adjusted handout.
+
+The variants are fitted on nothing of EWT: they shift one parameter of the fitted open
+micro-models to see how far each lever can move the two ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from machine import machine_info, today
+from nslm.data.fixed_vocab import prepare_text
+from nslm.evaluation.open_tables import row_masks
+from nslm.evaluation.open_vocab import OpenScores, gate_states, open_scores
+from nslm.files.atomic import write_json_atomic
+from nslm.micro.open_cache import CacheWeight
+from nslm.micro.open_set import KnownWeight, OpenMicroModel
+from nslm.runs.open import open_run
+from nslm.runs.open_micro import run_open_models
+from nslm.scores.spelling import fit_spelling
+from table4_parts import ewt_text
+
+RESULTS = Path(__file__).resolve().parent / "results"
+UNBOUNDED = ("round", "decimal", "range", "other")  # the value model's classes
+OPEN_VOCAB_JSON = RESULTS / "open_vocab.json"
+
+
+def with_changes(models: dict, shift: float = 0.0, cache: bool = True) -> dict:
+    """The open micro-models with the known weight's intercept a raised by ``shift`` on the
+    unbounded number classes (less mass for new members there) and, without ``cache``, no
+    cache of new members anywhere."""
+    out = {}
+    for name, om in models.items():
+        a = om.weight.a + (shift if name in UNBOUNDED else 0.0)
+        out[name] = OpenMicroModel(
+            om.micro,
+            om.base,
+            KnownWeight(a, om.weight.b),
+            om.how,
+            om.gate,
+            om.cache_weight if cache else CacheWeight(),
+        )
+    return out
+
+
+def closed_shape(scores: OpenScores, models: dict, text, scorer) -> OpenScores:
+    """Known members scored by the closed micro-model times 1 − P_open(new | c, ctx): the
+    open model decides how much of the class goes to new members, the closed one how the
+    rest is shared among the known."""
+    states = gate_states(scorer, text.split, models)
+    known = scores.open_known.copy()
+    for om in models.values():
+        positions, _ = om.cls.positions(text.split)
+        if not len(positions):
+            continue
+        ctx = om.cls.context(text.split, positions, om.micro.context)
+        H = states.at(positions) if om.needs_features else None
+        cache = om.text_cache(text.split, list(text.strings), positions)
+        new = om.log_new_mass(ctx, H, cache)
+        with np.errstate(divide="ignore"):
+            known[positions] = scores.closed.micro[positions] + np.log(-np.expm1(new))
+    out = copy.copy(scores)
+    out.open_known = known
+    return out
+
+
+def figures(scores: OpenScores, numbers: np.ndarray, lams: dict) -> dict:
+    out = {}
+    for convention in ("proper", "adjusted"):
+        closed = scores.ensemble(lams["NSLM"], False, convention)
+        opened = scores.ensemble(lams["NSLM-open"], True, convention)
+        gain = opened - closed
+        out[f"{convention}_ratio"] = float(np.exp(-gain[numbers].mean()))
+        out[f"{convention}_in_vocab_nats"] = float(gain[numbers & ~scores.oov].sum())
+        out[f"{convention}_oov_nats"] = float(gain[numbers & scores.oov].sum())
+    return out
+
+
+def handout(scores: OpenScores, numbers: np.ndarray) -> dict:
+    at = numbers & scores.oov
+    unk = scores.closed.pure[at]  # log P(<unk> | h) · 1 at an unseen token (Eq. 4's word part)
+    log_u = float(np.log(scores.n_oov_types))
+    route = scores.route[at]
+    return {
+        "tokens": int(at.sum()),
+        "oov_types": int(scores.n_oov_types),
+        "median_log_p_unk": float(np.median(unk)),
+        "log_oov_types": log_u,
+        "median_log_handout": float(np.median(unk - log_u)),
+        "median_log_route": float(np.median(route[np.isfinite(route)])),
+        "median_log_spelled": float(np.median(unk + scores.spell[at])),
+        "route_beats_handout": float(np.mean(route > unk - log_u)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=RESULTS / "open_vocab_levers.json")
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    lams = json.loads(OPEN_VOCAB_JSON.read_text())["lambdas"]  # tuned on WikiText-2 valid
+    opened = open_run(args.run, micro="plain")
+    loaded, plain = opened.loaded, opened.micro
+    names = loaded.corpus.class_names
+    fitted = run_open_models(loaded, required=True)
+    spelling = fit_spelling(loaded.corpus)
+    scorer = loaded.scorer()
+    text = prepare_text(loaded.corpus, ewt_text(), "ewt", "UD English EWT test", "plain")
+    numbers = row_masks(text.split, names)["Numbers"]
+
+    def score(models: dict) -> OpenScores:
+        return open_scores(scorer, text, plain, models, spelling, names)
+
+    variants = {}
+    as_fitted = score(fitted)
+    variants["fitted"] = figures(as_fitted, numbers, lams)
+    variants["no cache of new members"] = figures(
+        score(with_changes(fitted, cache=False)), numbers, lams
+    )
+    for shift in (1.0, 3.0, 20.0):
+        name = f"known weight a + {shift:g} on {', '.join(UNBOUNDED)}"
+        variants[name] = figures(score(with_changes(fitted, shift)), numbers, lams)
+        print(name, variants[name], file=sys.stderr, flush=True)
+    variants["closed shape of known members"] = figures(
+        closed_shape(as_fitted, fitted, text, scorer), numbers, lams
+    )
+    floor = with_changes(fitted, 20.0)
+    variants["closed shape, a + 20 on unbounded classes"] = figures(
+        closed_shape(score(floor), floor, text, scorer), numbers, lams
+    )
+    result = {
+        "run": str(args.run),
+        "lambdas": lams,
+        "variants": variants,
+        "handout": handout(as_fitted, numbers),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "command": shlex.join(["python", *sys.argv]),
+        "date": today(),
+        "machine": machine_info(),
+    }
+    write_json_atomic(args.out, result)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
