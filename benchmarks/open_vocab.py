@@ -201,7 +201,7 @@ def gain_split(loaded, plain, open_models, spelling, text, evaluation, lams) -> 
     names = loaded.corpus.class_names
     numbers = row_masks(text.split, names)["Numbers"]
     without = {
-        n: OpenMicroModel(m.micro, m.base, m.weight, m.how, m.gate, CacheWeight())
+        n: OpenMicroModel(m.micro, m.base, m.weight, m.how, m.gate, CacheWeight(), m.known_shape)
         for n, m in open_models.items()
     }
     variants = {

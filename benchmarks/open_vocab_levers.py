@@ -64,6 +64,7 @@ def with_changes(models: dict, shift: float = 0.0, cache: bool = True) -> dict:
             om.how,
             om.gate,
             om.cache_weight if cache else CacheWeight(),
+            om.known_shape,
         )
     return out
 

@@ -373,7 +373,58 @@ class NgramLM(_Generates[str]):
         return to_plain([*tokens, *generated], text_form_of({}, self.model.itos))
 
 
-Model = NslmRun | NumeralRun | ByteRun | WordPosRun | NgramLM
+class TransformerLM:
+    """A Transformer run (docs/transformer.md): micro-models over a frozen pretrained
+    Transformer, mixed with it as one proper distribution (Transformer+MM). Its passes are
+    kept in RUN/scores, so a text scored twice is read once."""
+
+    def __init__(self, ref: RunRef) -> None:
+        from nslm.transformer.commands import open_transformer_run
+
+        self.run = open_transformer_run(ref.path)
+
+    @property
+    def path(self) -> Path:
+        return self.run.run_dir
+
+    def score(self, text: str, *, micro: bool = True) -> TextScore:
+        """The text's Transformer tokens and the log-probability of each under the mixture
+        (``micro=False``: the Transformer alone); every token is scored."""
+        from nslm.transformer.commands import mixture_parts
+
+        parts = mixture_parts(self.run, text)
+        scored = parts.score(self.run.lams if micro else None)
+        text_pass = parts.text_pass
+        tokens = tuple(text_pass.plain[a:b] for a, b in text_pass.offsets.tolist())
+        return TextScore(
+            tokens,
+            scored.log_probs,
+            len(text_pass.plain.encode("utf-8", errors="surrogatepass")),
+            len(text_pass.plain.split()),
+        )
+
+    def predict(self, prompt: str, k: int = 10) -> list[Prediction]:
+        """The k likeliest next words of the mixture; ``readings``: each class's share
+        λ_c · P(c | h) · P_MM(w | c, ctx)."""
+        from nslm.transformer.commands import predict
+
+        words = predict(self.run, prompt, k=k)["Transformer+MM"]
+        return [
+            Prediction(
+                w["word"], w["p"], tuple({"class": c, "p": p} for c, p in w["classes"].items())
+            )
+            for w in words
+        ]
+
+    def evaluate(self, text: str) -> dict[str, Any]:
+        """Bits per byte overall, on Numbers, Locations and each class, and word perplexity
+        of a plain text, for the Transformer alone and with the micro-models."""
+        from nslm.transformer.commands import eval_text
+
+        return eval_text(self.run, text)
+
+
+Model = NslmRun | NumeralRun | ByteRun | WordPosRun | NgramLM | TransformerLM
 
 
 def load(path: Path | str, *, micro: str = "auto", threads: bool | int = True) -> Model:
@@ -383,6 +434,8 @@ def load(path: Path | str, *, micro: str = "auto", threads: bool | int = True) -
     plain ones, else none), ``plain``, ``context`` or ``none`` (the NNLM head alone).
     ``threads``: torch's threads; ``True``, what the run trained with."""
     ref = locate_run(path, ngram=True)
+    if ref.kind == "transformer":
+        return TransformerLM(ref)
     if ref.kind == "ngram":
         return NgramLM(ref)
     if ref.kind == "word_pos":

@@ -454,3 +454,60 @@ def test_each_gated_part_reads_the_cache_as_it_reads_the_members(gated, loaded) 
     members = om.log_prob_members(ctx, H, cache)
     np.testing.assert_allclose(np.exp(members).sum(), 1.0, atol=1e-9)
     assert om.log_prob(["2027"], ctx, H, cache)[0] == pytest.approx(members[0, year])
+
+
+# -- how the known members share their mass ------------------------------------------------
+
+
+def shaped(om: OpenMicroModel, shape: str) -> OpenMicroModel:
+    return OpenMicroModel(om.micro, om.base, om.weight, om.how, om.gate, om.cache_weight, shape)
+
+
+@pytest.mark.parametrize("name", ["year", "round"])
+def test_the_micro_shape_keeps_the_known_total_and_shares_it_as_p_mm(models, loaded, name):
+    """P_MM(w | c, ctx) · (1 − P_open(new)): the same mass for the known members as the open
+    model's, split among them as the class's micro-model splits V_c, and the whole open set
+    still sums to one."""
+    om = models[name]
+    ctx = class_contexts(om, loaded.corpus, 25)
+    as_open, as_micro = shaped(om, "open"), shaped(om, "micro")
+    known_open, known_micro = as_open.log_prob_known(ctx), as_micro.log_prob_known(ctx)
+    np.testing.assert_allclose(
+        np.exp(known_micro).sum(axis=1), np.exp(known_open).sum(axis=1), rtol=1e-9
+    )
+    share = known_micro - np.log(np.exp(known_micro).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(share, om.micro.log_prob(ctx), atol=1e-9)
+    if name == "year":  # a listed O_c: every member at once
+        members = as_micro.log_prob_members(ctx)
+        np.testing.assert_allclose(np.exp(members).sum(axis=1), 1.0, rtol=0, atol=1e-9)
+    else:  # the round class's rule lists its strings: the new ones one by one
+        _, listed = class_rule("round")
+        new = [s for s in listed if s not in om.known]
+        for i in range(3):
+            p_new = np.exp(as_micro.log_prob(new, ctx.rows(np.full(len(new), i)))).sum()
+            assert np.exp(known_micro[i]).sum() + p_new == pytest.approx(1.0, abs=1e-9)
+    strings = [om.cls.candidates.strings[0]] * len(ctx)
+    np.testing.assert_allclose(as_micro.log_prob(strings, ctx), known_micro[:, 0], atol=1e-9)
+
+
+def test_a_gated_model_keeps_the_open_shape(gated, loaded) -> None:
+    """Its parts read from h which known member comes next; P_MM cannot."""
+    assert gated.fit_known_shape(head_of(loaded.corpus.valid, 50_000)) == "open"
+    with pytest.raises(NslmError, match="gated"):
+        shaped(gated, "micro")
+
+
+def test_the_known_shape_is_chosen_on_valid_and_round_trips(models, loaded) -> None:
+    om = shaped(models["round"], "open")
+    valid = head_of(loaded.corpus.valid, 100_000)
+    chosen = om.fit_known_shape(valid)
+    nll = om.known_shape_valid_nll
+    assert set(nll) == {"open", "micro"} and chosen == min(nll, key=nll.get)
+    positions, index = om.cls.positions(valid)
+    ctx = om.cls.context(valid, positions, om.micro.context)
+    got = om.log_prob_known(ctx)[np.arange(len(positions)), index]
+    assert -got.mean() == pytest.approx(nll[chosen])
+    params = json.loads(json.dumps(om.get_params()))
+    assert OpenMicroModel.from_params(params, om.micro).known_shape == chosen
+    with pytest.raises(NslmError, match="known_shape"):
+        OpenMicroModel.from_params(params | {"known_shape": "both"}, om.micro)

@@ -73,6 +73,14 @@ def test_run_config_is_checked(tmp_path) -> None:
         write_config(tmp_path / "r", windw=3)
     config = write_config(tmp_path / "r", window=64)
     assert read_config(tmp_path / "r") == config
+    # the shipped config names every key of a run, with the defaults' values
+    import tomllib
+    from pathlib import Path
+
+    from nslm.transformer.run import DEFAULTS
+
+    shipped = Path(__file__).parents[2] / "configs" / "transformer-smollm2.toml"
+    assert tomllib.loads(shipped.read_text(encoding="utf-8")) == DEFAULTS
 
 
 @pytest.fixture(scope="module")
@@ -220,3 +228,48 @@ def test_fit_open_predict_and_eval_a_tiny_run(tmp_path, wt2_all) -> None:
     assert (run_dir / "eval_text.json").is_file()
     assert main(["eval", str(run_dir)]) == 2  # a Transformer run is scored on a text
     assert main(["generate", str(run_dir), "In 1990"]) == 2  # one line: what reads it
+    # the Python API opens it as its kind, with the same figures as the command
+    import nslm
+    from nslm.api import TransformerLM
+
+    lm = nslm.load(run_dir)
+    assert isinstance(lm, TransformerLM)
+    scored = lm.score(PLAIN)
+    assert scored.bits_per_byte == pytest.approx(figures["Transformer+MM"]["bits_per_byte"])
+    alone = lm.score(PLAIN, micro=False).bits_per_byte
+    assert alone == pytest.approx(figures["Transformer"]["bits_per_byte"])
+    assert "".join(scored.tokens) == PLAIN and np.isfinite(scored.log_probs).all()
+    best = lm.predict("The war began in 1914, and ended in", k=3)
+    assert len(best) == 3 and [b.p for b in best] == sorted((b.p for b in best), reverse=True)
+
+
+def test_nslm_train_fits_a_transformer_config(tmp_path, wt2_all) -> None:
+    """``nslm train --config`` with kind = "transformer": the run's keys from the TOML and
+    --set; a micro.json already in --run-dir is used as it is; a second train into the same
+    run is a one-line error."""
+    from nslm.cli import main
+    from nslm.micro.pipeline import fit_micro
+    from nslm.micro.store import write_micro_json
+    from nslm.transformer.run import read_config
+
+    gguf = write_tiny_gguf(tmp_path / "tiny.gguf", tiny_llama(3))
+    config = tmp_path / "tiny-transformer.toml"
+    config.write_text(
+        f'kind = "transformer"\ncheckpoint = "{gguf}"\nwindow = 128\nstride = 96\n'
+        "fit_train_tokens = 600\nfit_valid_tokens = 300\n",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    _, payload = fit_micro(wt2_all, names=["year"], metrics=["diff"], pdfs=["multinomial"])
+    run_dir.mkdir()
+    write_micro_json(run_dir / "micro.json", payload)
+    args = ["train", "--config", str(config), "--run-dir", str(run_dir), "--set", "batch=2"]
+    assert main(args) == 0
+    assert read_config(run_dir)["batch"] == 2
+    assert (run_dir / "transformer.json").is_file() and (
+        run_dir / "class_head.safetensors"
+    ).is_file()
+    assert main(args) == 2  # the run exists
+    other = tmp_path / "other"
+    unknown = ["train", "--config", str(config), "--run-dir", str(other), "--set", "colour=1"]
+    assert main(unknown) == 2 and not other.exists()  # an unknown key: one line, no run

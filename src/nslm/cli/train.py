@@ -139,7 +139,9 @@ def train_command(
     """Train an LSTM backbone with NNLM and HNLM heads; resumable, torchrun-ready.
 
     The heads are the paper's NNLM (a softmax over words) and HNLM (class, then word within
-    the class); docs/training.md describes every config key.
+    the class); docs/training.md describes every config key. A config with kind =
+    "transformer" (configs/transformer-smollm2.toml) fits micro-models over a frozen
+    pretrained Transformer instead: its class head and mixture weights (docs/transformer.md).
     """
     _ensure_passive_openmp()
     from nslm.training.loop import train
@@ -156,6 +158,9 @@ def train_command(
         cfg, target = None, resume_dir
         if _resume_launch(resume_dir, ref.cfg):
             return
+    elif _is_transformer_config(config):
+        _fit_transformer(config, overrides, run_dir)  # type: ignore[arg-type]
+        return
     else:
         cfg, target = _new_run(config, overrides, run_dir, init_vectors)
         args = ["--config", str(config), *(x for o in overrides for x in ("--set", o))]
@@ -204,6 +209,40 @@ def _new_run(
     if (run_dir / "latest.json").exists():
         raise NslmError(f"{run_dir} already holds a run; use --resume or a new dir")
     return cfg, run_dir
+
+
+def _is_transformer_config(config: Path | None) -> bool:
+    from nslm.config import read_toml
+    from nslm.runs.kinds import is_transformer_config
+
+    return config is not None and is_transformer_config(read_toml(config))
+
+
+def _fit_transformer(config: Path, overrides: tuple[str, ...], run_dir: Path | None) -> None:
+    """A Transformer run from its config: the keys of the TOML, then ``--set``'s (values read
+    as TOML); a micro.json already in ``--run-dir`` is used as it is."""
+    import tomllib
+
+    from nslm.config import read_toml
+    from nslm.files.json_policy import json_text
+    from nslm.transformer.commands import fit_transformer_run
+
+    keys = read_toml(config)
+    for item in overrides:
+        if "=" not in item:
+            raise NslmError(f"--set wants key=value, got {item!r}")
+        key, raw = (s.strip() for s in item.split("=", 1))
+        try:
+            keys[key] = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            keys[key] = raw
+    if run_dir is None:
+        run_dir = Path("runs") / f"{config.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if (run_dir / "config.json").exists():
+        raise NslmError(f"{run_dir} already holds a run; use a new --run-dir")
+    keys.pop("kind")
+    fitted = fit_transformer_run(run_dir, **keys)
+    click.echo(json_text({"run_dir": str(run_dir), **fitted}))
 
 
 def _refuse_experiment_config(config: Path) -> None:

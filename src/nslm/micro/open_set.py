@@ -37,6 +37,14 @@ where the whole difference PDF would put it on 2027 itself. The gate is fitted o
 train positions (the LM frozen), its L2 weight on valid, and kept only where it beats the
 ungated model on valid (:meth:`OpenMicroModel.fit_gate`).
 
+**How the known members share their mass** (``known_shape``): as above ("open": the base
+v with the known weight), or as the class's own micro-model shares it, scaled to what the
+open model keeps for them ("micro": P_MM(w | c, ctx) · (1 − P_open(new | c, ctx)), the open
+model deciding only how likely a new member is). Chosen per class by the likelihood of its
+validation tokens (:meth:`OpenMicroModel.fit_known_shape`); both are proper, for both keep
+the known members' total. A model gated by the LM's state keeps the open shape: its parts
+say, from h, which known member comes next (a later year, another city), which P_MM cannot.
+
 **A cache of the new members the text has named** (:mod:`nslm.micro.open_cache`): every
 scoring call takes the text's cache at its rows (``cache``), mixed in with a weight fitted by
 deleted estimation beside a and b; without one (a prompt, a sample) the weight is zero.
@@ -74,6 +82,7 @@ GATED_PARTS = ("whole", *RESTRICTIONS)  # the gate's components: v, then v restr
 # decades above it, as a class that gains little from h (<day>) chose its top, 0.1
 OPEN_GATE_L2_GRID = (*L2_GRID, 1.0, 10.0)
 CHUNK_ROWS = 2_000  # rows of a (rows, |O_c|) matrix at a time while the gate is fitted
+KNOWN_SHAPES = ("open", "micro")  # how the known members share their mass (module docstring)
 
 
 @dataclass
@@ -110,7 +119,13 @@ class OpenMicroModel:
         how: str = "",
         gate: GatedMixture | None = None,
         cache_weight: CacheWeight | None = None,
+        known_shape: str = "open",
     ) -> None:
+        if known_shape not in KNOWN_SHAPES:
+            raise NslmError(f"known_shape {known_shape!r}: choose {' or '.join(KNOWN_SHAPES)}")
+        if gate is not None and known_shape != "open":
+            raise NslmError(f"<{micro.cls.name}>: a gated open model keeps the open known shape")
+        self.known_shape = known_shape
         self.micro = micro
         self.cls = micro.cls
         self.base = base
@@ -247,6 +262,8 @@ class OpenMicroModel:
             return self.gate.log_prob(self._states(H, len(ctx)), parts)
         _, log_z = self._known_and_z(ctx)
         out = self.base.log_v_all(ctx) + self._gamma_members() - log_z[:, None]
+        vc = self.base.vc_columns
+        out[:, vc] = self._shaped(out[:, vc], ctx)
         if cache is None:
             return out
         log_k, log_rest = self._kappa(cache, len(ctx))
@@ -267,6 +284,31 @@ class OpenMicroModel:
         self.gate = gate if gate.valid_nll_ < self.gate_valid_nll["ungated"] else None
         return self.gate is not None
 
+    def fit_known_shape(self, valid: Split) -> str:
+        """Choose ``known_shape`` by the log-likelihood of the class's validation tokens
+        (all in V_c: a validation token outside the vocabulary is ``<unk>``); a gated model
+        keeps the open shape (module docstring). Returns the choice."""
+        positions, index = self.cls.positions(valid)
+        if self.gate is not None or not len(positions):
+            return self.known_shape
+        ctx = self.cls.context(valid, positions, self.micro.context)
+        nll = {}
+        for shape in KNOWN_SHAPES:
+            self.known_shape = shape
+            known = self.log_prob_known(ctx)
+            nll[shape] = float(-known[np.arange(len(positions)), index].mean())
+        self.known_shape = min(nll, key=nll.get)
+        self.known_shape_valid_nll = nll
+        return self.known_shape
+
+    def _shaped(self, log_known: np.ndarray, ctx: Context) -> np.ndarray:
+        """(B, |V_c|) log P of the known members as ``known_shape`` shares them: the open
+        model's, or P_MM's scaled to the same total."""
+        if self.known_shape == "open":
+            return log_known
+        kept = logsumexp(log_known, axis=1)
+        return self.micro.log_prob(ctx) + kept[:, None]
+
     def _part_targets(self, split: Split) -> np.ndarray:
         """(N, K): each part's log P_open of the target at the class's positions of a split."""
         positions, index = self.cls.positions(split)
@@ -284,7 +326,8 @@ class OpenMicroModel:
     def _known_and_z(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:
         """(log P_open over V_c (B, K), log Z (B,)) of the ungated model."""
         log_v = self.base.mix(self.base.components(ctx))
-        return log_open(log_v, self.weight.gamma(self.log_freq))
+        known, log_z = log_open(log_v, self.weight.gamma(self.log_freq))
+        return self._shaped(known, ctx), log_z
 
     def text_cache(self, split: Split, strings: list[str], queries: np.ndarray) -> TextCache:
         """The cache at ``queries`` of a scored text: the class's tokens (by rule) before
@@ -411,6 +454,9 @@ class OpenMicroModel:
         if hasattr(self, "gate_valid_nll"):
             out["gate_valid_nll"] = self.gate_valid_nll
         out["cache_weight"] = dataclasses.asdict(self.cache_weight)
+        out["known_shape"] = self.known_shape
+        if hasattr(self, "known_shape_valid_nll"):
+            out["known_shape_valid_nll"] = self.known_shape_valid_nll
         return out
 
     def tensors(self) -> dict[str, np.ndarray]:
@@ -436,7 +482,8 @@ class OpenMicroModel:
             raise NslmError(
                 f"<{micro.cls.name}>: the open model's cache weight cannot be read; refit"
             ) from None
-        return cls(micro, base, weight, params.get("how", ""), gate, cache_weight)
+        shape = params.get("known_shape", "open")  # "open" where the file names no choice
+        return cls(micro, base, weight, params.get("how", ""), gate, cache_weight, shape)
 
 
 def mix_in_cache(

@@ -26,7 +26,8 @@ Everything else the model side uses is a function of these: V_c (``class_vocab``
 as from the prepared corpus. :class:`RunCorpus` is that prepared corpus without its splits;
 a split is loaded only when one is scored, from the prepared-corpus cache entry the run was
 trained on or else by preparing the corpus again, and it is a one-line error when the corpus
-cannot be found. A run from before the assets existed is upgraded on its first load.
+cannot be found. A run without assets (written before they existed) reads its prepared
+corpus instead; opening a run never writes into it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -238,7 +238,8 @@ def read_run_assets(run_dir: Path | str) -> RunCorpus:
 
 
 def run_corpus(run_dir: Path | str, cfg: TrainConfig) -> RunCorpus:
-    """RUN's corpus from its assets; a run without them prepares its corpus and gets them."""
+    """RUN's corpus from its assets; a run without them reads its prepared corpus (opening a
+    run never writes into it)."""
     run_dir = Path(run_dir)
     if (run_dir / ASSETS_JSON).is_file():
         corpus = read_run_assets(run_dir)
@@ -251,13 +252,4 @@ def run_corpus(run_dir: Path | str, cfg: TrainConfig) -> RunCorpus:
             )
         return corpus
     prepared = prepare_corpus(cfg.corpus, cfg.classes, class_rules=class_rules_of(cfg))
-    try:
-        itos = json.loads((run_dir / "vocab.json").read_text(encoding="utf-8")).get("itos")
-    except (OSError, ValueError):
-        itos = None  # load_run reports it
-    if itos == prepared.vocab.itos:  # never write another corpus's assets into a run
-        try:
-            write_run_assets(run_dir, cfg, prepared)
-        except OSError as exc:
-            print(f"warning: cannot write {run_dir / ASSETS_JSON}: {exc}", file=sys.stderr)
     return RunCorpus.from_prepared(prepared, cfg)

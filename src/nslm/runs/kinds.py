@@ -103,7 +103,13 @@ def _says_transformer(config: Path) -> bool:
         values = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return False
-    return isinstance(values, dict) and values.get("kind") == "transformer"
+    return isinstance(values, dict) and is_transformer_config(values)
+
+
+def is_transformer_config(values: dict) -> bool:
+    """Whether a config's keys (a run's config.json, or a TOML given to ``nslm train``) say
+    ``kind = "transformer"``."""
+    return values.get("kind") == "transformer"
 
 
 def require_kind(ref: RunRef, wanted: tuple[RunKind, ...], what: str) -> None:

@@ -49,9 +49,9 @@ def fit_run_open(
             say(name)
             out[name] = OpenMicroModel.fit(model, loaded.corpus.train)
     gateable = {n: om.micro for n, om in out.items() if om.gateable}
+    corpus = loaded.corpus
     if gateable:
         say(f"the LM's states at the positions of {', '.join(gateable)} (train and valid)")
-        corpus = loaded.corpus
         states = {s: class_states(loaded, s, gateable) for s in ("train", "valid")}
         for name in gateable:
             kept = out[name].fit_gate(
@@ -59,6 +59,10 @@ def fit_run_open(
             )
             nll = getattr(out[name], "gate_valid_nll", {})
             say(f"{name}: gate {'kept' if kept else 'not kept'} (valid NLL {nll})")
+    for name, om in out.items():
+        shape = om.fit_known_shape(corpus.valid)
+        nll = getattr(om, "known_shape_valid_nll", "gated: the open shape")
+        say(f"{name}: known members shared as the {shape} model (valid NLL {nll})")
     return out
 
 

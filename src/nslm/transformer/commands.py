@@ -33,9 +33,6 @@ from nslm.transformer.run import TransformerRun, load_backbone, read_config, wri
 from nslm.transformer.scoring import MixtureParts, members_for
 from nslm.transformer.tables import class_figures
 
-# Transformer tokens of each WikiText-2 prefix the fit scores (train: the class head; valid: λ_c)
-FIT_BUDGETS = {"valid": 30_000, "train": 80_000}
-
 
 def corpus_plain(name: str, split: str, max_lines: int = 0) -> str:
     """A corpus split (WikiText form) as plain text, detokenized by the text module."""
@@ -57,7 +54,12 @@ def fit_transformer_run(
     corpus = prepare_corpus(cfg["corpus"], cfg["classes"])
     bundle = load_backbone(cfg)
     members = members_for(bundle, corpus)
-    budgets = {**FIT_BUDGETS, **(budgets or {})}
+    # Transformer tokens of each WikiText-2 prefix the fit scores (train: the head; valid: λ_c)
+    budgets = {
+        "valid": cfg["fit_valid_tokens"],
+        "train": cfg["fit_train_tokens"],
+        **(budgets or {}),
+    }
     passes: dict[str, TextPass] = {}
     for split, limit in budgets.items():
         plain = corpus_plain(cfg["corpus"], split, 4000 if split == "train" else 0)
@@ -115,15 +117,22 @@ def predict(run: TransformerRun, prompt: str, k: int = 5, beam: int = 16) -> dic
     }
 
 
-def eval_text(run: TransformerRun, text: str, name: str = "text") -> dict[str, Any]:
-    """Bits per byte (overall, Numbers, Locations, each class) and word perplexity of a plain
-    text, for the Transformer and the Transformer with micro-models; the pass is kept."""
+def mixture_parts(run: TransformerRun, text: str, name: str = "text") -> MixtureParts:
+    """A plain text through the Transformer (the pass kept in RUN/scores), ready to be scored
+    alone (``score(None)``) or with the micro-models (``score(run.lams)``)."""
     if not text.strip():
         raise NslmError(f"{name}: no text to score")
     text_pass = score_text(
         run.bundle, run.corpus, run.members, text, name, cache_dir=run.run_dir / "scores"
     )
-    parts = MixtureParts(text_pass, run.members, run.models, run.head, run.class_names)
+    return MixtureParts(text_pass, run.members, run.models, run.head, run.class_names)
+
+
+def eval_text(run: TransformerRun, text: str, name: str = "text") -> dict[str, Any]:
+    """Bits per byte (overall, Numbers, Locations, each class) and word perplexity of a plain
+    text, for the Transformer and the Transformer with micro-models; the pass is kept."""
+    parts = mixture_parts(run, text, name)
+    text_pass = parts.text_pass
     return {
         "Transformer": class_figures(text_pass, parts.score(None), run.class_names),
         "Transformer+MM": class_figures(text_pass, parts.score(run.lams), run.class_names),

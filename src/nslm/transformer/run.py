@@ -34,6 +34,8 @@ DEFAULTS = {
     "corpus": "wikitext-2",
     "classes": "all",
     "threads": 0,
+    "fit_train_tokens": 80_000,  # Transformer tokens of WikiText-2 train: the class head
+    "fit_valid_tokens": 30_000,  # and of valid: the weights λ_c
 }
 
 
