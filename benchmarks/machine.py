@@ -38,3 +38,32 @@ def timing_arguments(doc: str, results: Path) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=results)
     return parser.parse_args()
+
+
+def run_arguments(doc: str, out: Path) -> argparse.Namespace:
+    """The options of a benchmark that reads one trained run: --run (required) and --out."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=out)
+    return parser.parse_args()
+
+
+def write_results(result: dict, out: Path, started: float) -> None:
+    """``result`` with how it was made (seconds since ``started``, the command, the date, the
+    machine), written atomically to ``out`` and printed."""
+    import json
+    import shlex
+    import sys
+    import time
+
+    from nslm.files.atomic import write_json_atomic
+
+    result = {
+        **result,
+        "seconds": round(time.perf_counter() - started, 1),
+        "command": shlex.join(["python", *sys.argv]),
+        "date": today(),
+        "machine": machine_info(),
+    }
+    write_json_atomic(out, result)
+    print(json.dumps(result, indent=1))

@@ -23,21 +23,18 @@ micro-models to see how far each lever can move the two ratios.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from machine import machine_info, today
+from machine import run_arguments, write_results
 from nslm.data.fixed_vocab import prepare_text
 from nslm.evaluation.open_tables import row_masks
 from nslm.evaluation.open_vocab import OpenScores, gate_states, open_scores
-from nslm.files.atomic import write_json_atomic
 from nslm.micro.open_cache import CacheWeight
 from nslm.micro.open_set import KnownWeight, OpenMicroModel
 from nslm.runs.open import open_run
@@ -120,10 +117,7 @@ def handout(scores: OpenScores, numbers: np.ndarray) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, required=True)
-    parser.add_argument("--out", type=Path, default=RESULTS / "open_vocab_levers.json")
-    args = parser.parse_args()
+    args = run_arguments(__doc__, RESULTS / "open_vocab_levers.json")
     t0 = time.perf_counter()
     lams = json.loads(OPEN_VOCAB_JSON.read_text())["lambdas"]  # tuned on WikiText-2 valid
     opened = open_run(args.run, micro="plain")
@@ -160,13 +154,8 @@ def main() -> None:
         "lambdas": lams,
         "variants": variants,
         "handout": handout(as_fitted, numbers),
-        "seconds": round(time.perf_counter() - t0, 1),
-        "command": shlex.join(["python", *sys.argv]),
-        "date": today(),
-        "machine": machine_info(),
     }
-    write_json_atomic(args.out, result)
-    print(json.dumps(result, indent=1))
+    write_results(result, args.out, t0)
 
 
 if __name__ == "__main__":

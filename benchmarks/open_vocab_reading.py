@@ -33,10 +33,8 @@ test, UD English EWT test as plain text) and variant:
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import shlex
 import sys
 import time
 from dataclasses import replace
@@ -44,10 +42,9 @@ from pathlib import Path
 
 import numpy as np
 
-from machine import machine_info, today
+from machine import run_arguments, write_results
 from nslm.data.fixed_vocab import prepare_text, prepare_text_file
 from nslm.data.locate import locate_corpus
-from nslm.files.atomic import write_json_atomic
 from nslm.runs.open import open_run
 from table4_parts import ewt_text
 
@@ -117,10 +114,7 @@ def figures(loaded, micro, split, variant: str, lam: float, base) -> tuple[dict,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, required=True)
-    parser.add_argument("--out", type=Path, default=RESULTS / "open_vocab_reading.json")
-    args = parser.parse_args()
+    args = run_arguments(__doc__, RESULTS / "open_vocab_reading.json")
     t0 = time.perf_counter()
     lam = json.loads(OPEN_VOCAB_JSON.read_text())["lambdas"]["NSLM"]
     opened = open_run(args.run, micro="plain")
@@ -140,12 +134,7 @@ def main() -> None:
             rows[variant], scores = figures(loaded, micro, text.split, variant, lam, base)
             base = scores if variant == "unk" else base
         result["texts"][name] = rows
-    result["seconds"] = round(time.perf_counter() - t0, 1)
-    result["command"] = shlex.join(["python", *sys.argv])
-    result["date"] = today()
-    result["machine"] = machine_info()
-    write_json_atomic(args.out, result)
-    print(json.dumps(result, indent=1))
+    write_results(result, args.out, t0)
 
 
 if __name__ == "__main__":
