@@ -508,6 +508,7 @@ def test_the_known_shape_is_chosen_on_valid_and_round_trips(models, loaded) -> N
     got = om.log_prob_known(ctx)[np.arange(len(positions)), index]
     assert -got.mean() == pytest.approx(nll[chosen])
     params = json.loads(json.dumps(om.get_params()))
-    assert OpenMicroModel.from_params(params, om.micro).known_shape == chosen
+    again = OpenMicroModel.from_params(params, om.micro)
+    assert again.known_shape == chosen and again.get_params() == params  # evidence kept too
     with pytest.raises(NslmError, match="known_shape"):
         OpenMicroModel.from_params(params | {"known_shape": "both"}, om.micro)

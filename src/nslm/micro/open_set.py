@@ -483,7 +483,11 @@ class OpenMicroModel:
                 f"<{micro.cls.name}>: the open model's cache weight cannot be read; refit"
             ) from None
         shape = params.get("known_shape", "open")  # "open" where the file names no choice
-        return cls(micro, base, weight, params.get("how", ""), gate, cache_weight, shape)
+        model = cls(micro, base, weight, params.get("how", ""), gate, cache_weight, shape)
+        for evidence in ("gate_valid_nll", "known_shape_valid_nll"):  # why each choice was made
+            if evidence in params:
+                setattr(model, evidence, params[evidence])
+        return model
 
 
 def mix_in_cache(
