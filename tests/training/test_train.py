@@ -167,10 +167,9 @@ def assert_same_training(ddp_dir: Path, one_dir: Path, steps: int) -> None:
 DDP_SETS = ["log_every=5", "dropout=0.0", "test_tokens=500", "batch_size=8"]
 
 
-@pytest.mark.slow
-def test_ddp_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
-    """torchrun with 2 ranks × 4 streams steps in sync and reproduces 1 process × 8 streams."""
-    sets = [*DDP_SETS, "max_steps=20", "checkpoint_every=0"]
+def train_two_ranks_and_one(tmp_path: Path, sets: list[str]) -> None:
+    """TINY with ``sets`` under torchrun with 2 ranks (tmp_path/ddp) and as 1 process
+    (tmp_path/one)."""
     flags = [x for s in sets for x in ("--set", s)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     ddp = subprocess.run(
@@ -198,6 +197,13 @@ def test_ddp_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
     assert ddp.returncode == 0, ddp.stderr[-2000:]
     single = run_cli("train", "--config", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
     assert single.wait(timeout=HANG_SECONDS) == 0
+
+
+@pytest.mark.slow
+def test_ddp_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
+    """torchrun with 2 ranks × 4 streams steps in sync and reproduces 1 process × 8 streams."""
+    sets = [*DDP_SETS, "max_steps=20", "checkpoint_every=0"]
+    train_two_ranks_and_one(tmp_path, sets)
     assert_same_training(tmp_path / "ddp", tmp_path / "one", 20)
 
 
@@ -217,33 +223,7 @@ def test_ddp_ranks_take_the_same_mid_epoch_validation_and_halving_decisions(
         "halving_epsilon=0.5",
         "max_halvings=3",
     ]
-    flags = [x for s in sets for x in ("--set", s)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    ddp = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node=2",
-            "-m",
-            "nslm",
-            "train",
-            "--config",
-            str(TINY),
-            *flags,
-            "--run-dir",
-            str(tmp_path / "ddp"),
-        ],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=HANG_SECONDS,
-    )
-    assert ddp.returncode == 0, ddp.stderr[-2000:]
-    single = run_cli("train", "--config", str(TINY), *flags, "--run-dir", str(tmp_path / "one"))
-    assert single.wait(timeout=HANG_SECONDS) == 0
+    train_two_ranks_and_one(tmp_path, sets)
     assert_same_training(tmp_path / "ddp", tmp_path / "one", 16)
     for run in ("ddp", "one"):
         recs = [json.loads(x) for x in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
