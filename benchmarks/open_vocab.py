@@ -18,7 +18,9 @@ Writes benchmarks/results/open_vocab.json:
 - ``ewt``: UD English EWT test as plain text, Numbers proper and adjusted; ``gain_split``:
   NSLM-open's gain over the closed NSLM on its in- and out-of-vocabulary numbers, with and
   without the caches of new members;
-- ``bits_per_byte``: WikiText-2 test and EWT, every model, proper;
+- ``bits_per_byte``: WikiText-2 test and EWT, every model, proper; ``bits_per_byte_classes``
+  the same on the bytes of each class's tokens (by rule) and of Numbers and Locations, as
+  benchmarks/transformer_nslm.py counts a class word's bytes (the token as written);
 - ``prompts`` and ``year_after_new``: plain-English prompts with values the training text
   never held, their top-10 and which entries are new.
 """
@@ -40,6 +42,7 @@ from machine import machine_info, today
 from nslm.data.fixed_vocab import prepare_text, prepare_text_file
 from nslm.data.locate import locate_corpus
 from nslm.evaluation.open_report import evaluate_open
+from nslm.evaluation.open_tables import row_masks
 from nslm.files.atomic import write_json_atomic
 from nslm.generation.open_predict import open_predict_many
 from nslm.micro.logspace import logsumexp
@@ -92,6 +95,22 @@ def ppl(log_probs: np.ndarray) -> float:
 
 def bits_per_byte(log_probs: np.ndarray, n_bytes: int) -> float:
     return float(-np.nansum(log_probs) / math.log(2) / n_bytes)
+
+
+def class_bits_per_byte(log_probs: np.ndarray, text, class_names) -> dict:
+    """Bits per byte on the tokens of each class (by rule), Numbers and Locations: their bits
+    over the UTF-8 bytes of the tokens as written."""
+    size = np.array([len(s.encode("utf-8", errors="surrogatepass")) for s in text.strings])
+    masks = row_masks(text.split, class_names)
+
+    def on(mask: np.ndarray) -> float | None:
+        return bits_per_byte(log_probs[mask], int(size[mask].sum())) if mask.any() else None
+
+    return {
+        "bpb_numbers": on(masks["Numbers"]),
+        "bpb_locations": on(masks["Locations"]),
+        "classes": {n: on(masks[n]) for n in class_names[1:] if n in masks},
+    }
 
 
 def sums_to_one(loaded, scorer, plain, open_models, text, n: int, seed: int = 0) -> dict:
@@ -193,7 +212,6 @@ def gain_split(loaded, plain, open_models, spelling, text, evaluation, lams) -> 
     """NSLM-open's log-probability minus the closed NSLM's, summed over EWT's Numbers
     tokens in and out of the vocabulary, under each convention; and the same with the
     open models' caches of new members switched off (what the cache adds)."""
-    from nslm.evaluation.open_tables import row_masks
     from nslm.evaluation.open_vocab import open_scores
     from nslm.micro.open_cache import CacheWeight
     from nslm.micro.open_set import OpenMicroModel
@@ -304,9 +322,11 @@ def main() -> None:
         }
         proper = evaluation.columns(name, lams, "proper")
         bpb = {m: bits_per_byte(v, text.plain_bytes) for m, v in proper.items()}
+        by_class = {m: class_bits_per_byte(v, text, names) for m, v in proper.items()}
         if name == "test":
             result["numbers_proper"] = figures
             result["bits_per_byte"] = {"wt2_test": bpb}
+            result["bits_per_byte_classes"] = {"wt2_test": by_class}
         else:
             result["ewt"] = {
                 "tokens": len(text.split),
@@ -319,6 +339,7 @@ def main() -> None:
                 ),
             }
             result["bits_per_byte"]["ewt"] = bpb
+            result["bits_per_byte_classes"]["ewt"] = by_class
     prompts, after = prompts_figures(loaded, plain, open_models, lams["NSLM-open"])
     result["prompts"] = prompts
     # per prompt: is the likeliest year in (Y, Y + 10]? (the detail: Y and that year)

@@ -15,7 +15,14 @@ them on WikiText-2 valid) and writes benchmarks/results/open_vocab_levers.json:
   EWT Numbers perplexity) and the gain in nats on the in- and out-of-vocabulary numbers;
 - ``handout``: at EWT's unseen number tokens, the median of log P(``<unk>`` | h), log |U|,
   the class route log P(c | h) P_open(s | c, ctx) and the spelled reading, and the share of
-  tokens whose class route beats the adjusted handout.
+  tokens whose class route beats the adjusted handout;
+- ``escape_ceiling``: how far an escape read from the document could go. On the unbounded
+  classes, P(new | c, ctx) is corrected by a logistic model, logit P' = logit P + θ · x, x =
+  (1, log (n_new + ½) / (n_known + ½) of the class's earlier tokens in the article, whether
+  the last of them was new − ½): the known members scaled by (1 − P') / (1 − P), the new by
+  P' / P, so each class stays a distribution. θ is fitted *on EWT's own labels* (which tokens
+  are new), once by their likelihood and once to minimise the adjusted ratio while the proper
+  one stays ≤ 0.7: upper bounds, which no estimator fitted on training text can pass.
 
 The variants are fitted on nothing of EWT: they shift one parameter of the fitted open
 micro-models to see how far each lever can move the two ratios.
@@ -27,14 +34,17 @@ import copy
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import minimize
 
 from machine import run_arguments, write_results
 from nslm.data.fixed_vocab import prepare_text
 from nslm.evaluation.open_tables import row_masks
 from nslm.evaluation.open_vocab import OpenScores, gate_states, open_scores
+from nslm.micro.logspace import log1mexp
 from nslm.micro.open_cache import CacheWeight
 from nslm.micro.open_set import KnownWeight, OpenMicroModel
 from nslm.runs.open import open_run
@@ -45,6 +55,7 @@ from table4_parts import ewt_text
 RESULTS = Path(__file__).resolve().parent / "results"
 UNBOUNDED = ("round", "decimal", "range", "other")  # the value model's classes
 OPEN_VOCAB_JSON = RESULTS / "open_vocab.json"
+PROPER_BAR = 0.7  # issue 39's bar on the proper ratio, which the adjusted-optimised escape keeps
 
 
 def with_changes(models: dict, shift: float = 0.0, cache: bool = True) -> dict:
@@ -116,6 +127,98 @@ def handout(scores: OpenScores, numbers: np.ndarray) -> dict:
     }
 
 
+@dataclass
+class EscapeRows:
+    """One unbounded class's tokens in the scored text (in V_c or not, by rule): the open
+    model's log P(new | c, ctx), the document features x and whether the token is new."""
+
+    positions: np.ndarray
+    log_new: np.ndarray
+    features: np.ndarray
+    new: np.ndarray
+
+    @property
+    def logit(self) -> np.ndarray:
+        return self.log_new - log1mexp(np.minimum(self.log_new, -1e-12))
+
+
+def escape_rows(scores: OpenScores, models: dict, text, names) -> list[EscapeRows]:
+    split, strings = text.split, list(text.strings)
+    out = []
+    for name in UNBOUNDED:
+        om = models[name]
+        known_at, _ = om.cls.positions(split)
+        unseen_at = np.flatnonzero(
+            split.oov_class_mask & (split.rule_class_ids == names.index(name))
+        )
+        positions = np.union1d(known_at, unseen_at)
+        ctx = om.cls.context(split, positions, om.micro.context)
+        log_new = om.log_new_mass(ctx, None, om.text_cache(split, strings, positions))
+        new = np.array([strings[p] not in om.known for p in positions])
+        features = np.zeros((len(positions), 3))
+        counts, last, article = [0, 0], 0.5, None
+        for row, p in enumerate(positions):  # the class's earlier tokens in the article
+            if split.article_ids[p] != article:
+                counts, last, article = [0, 0], 0.5, split.article_ids[p]
+            features[row] = (1.0, np.log((counts[1] + 0.5) / (counts[0] + 0.5)), last - 0.5)
+            counts[int(new[row])] += 1
+            last = float(new[row])
+        out.append(EscapeRows(positions, log_new, features, new))
+    return out
+
+
+def with_escape(scores: OpenScores, rows: list[EscapeRows], thetas: list) -> OpenScores:
+    """The scores with each class's P(new) corrected by θ (module docstring)."""
+    out = copy.copy(scores)
+    out.open_known, out.route = scores.open_known.copy(), scores.route.copy()
+    for r, theta in zip(rows, thetas, strict=True):
+        z = r.logit + r.features @ theta
+        old_rest = log1mexp(np.minimum(r.log_new, -1e-12))
+        known, new = r.positions[~r.new], r.positions[r.new]
+        out.open_known[known] += (-np.logaddexp(0.0, z) - old_rest)[~r.new]
+        out.route[new] += (-np.logaddexp(0.0, -z) - r.log_new)[r.new]
+    return out
+
+
+def escape_ceiling(scores: OpenScores, rows: list[EscapeRows], numbers, lams) -> dict:
+    by_likelihood = []
+    for r in rows:
+
+        def nll(theta: np.ndarray, r: EscapeRows = r) -> float:
+            z = r.logit + r.features @ theta
+            return float(np.sum(np.where(r.new, np.logaddexp(0.0, -z), np.logaddexp(0.0, z))))
+
+        by_likelihood.append(minimize(nll, np.zeros(3), method="L-BFGS-B").x)
+
+    def split_theta(flat: np.ndarray) -> list:
+        return [flat[3 * k : 3 * k + 3] for k in range(len(rows))]
+
+    def objective(flat: np.ndarray) -> float:
+        f = figures(with_escape(scores, rows, split_theta(flat)), numbers, lams)
+        over = max(0.0, np.log(f["proper_ratio"] / PROPER_BAR))
+        return float(np.log(f["adjusted_ratio"]) + 30.0 * over)
+
+    found = minimize(
+        objective,
+        np.concatenate(by_likelihood),
+        method="Powell",
+        options={"maxiter": 3000, "xtol": 1e-3, "ftol": 1e-5},
+    )
+    return {
+        "classes": list(UNBOUNDED),
+        "new_tokens": {n: int(r.new.sum()) for n, r in zip(UNBOUNDED, rows, strict=True)},
+        "known_tokens": {n: int((~r.new).sum()) for n, r in zip(UNBOUNDED, rows, strict=True)},
+        "fitted_on_ewt_by_likelihood": {
+            **figures(with_escape(scores, rows, by_likelihood), numbers, lams),
+            "theta": {n: t.tolist() for n, t in zip(UNBOUNDED, by_likelihood, strict=True)},
+        },
+        "fitted_on_ewt_for_adjusted_with_proper_at_most_0.7": {
+            **figures(with_escape(scores, rows, split_theta(found.x)), numbers, lams),
+            "theta": {n: t.tolist() for n, t in zip(UNBOUNDED, split_theta(found.x), strict=True)},
+        },
+    }
+
+
 def main() -> None:
     args = run_arguments(__doc__, RESULTS / "open_vocab_levers.json")
     t0 = time.perf_counter()
@@ -154,6 +257,9 @@ def main() -> None:
         "lambdas": lams,
         "variants": variants,
         "handout": handout(as_fitted, numbers),
+        "escape_ceiling": escape_ceiling(
+            as_fitted, escape_rows(as_fitted, fitted, text, names), numbers, lams
+        ),
     }
     write_results(result, args.out, t0)
 

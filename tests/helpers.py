@@ -391,3 +391,34 @@ def served(
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def browser_mark():
+    """The mark of a module that drives a real browser: skipped where chromium or Playwright is
+    missing, except under CI (``CI`` set), where a missing browser is a failure (.ci/run
+    installs both)."""
+    import importlib.util
+
+    import pytest
+
+    missing = CHROMIUM is None or importlib.util.find_spec("playwright") is None
+    if os.environ.get("CI"):
+        return []
+    return pytest.mark.skipif(missing, reason="needs chromium and playwright")
+
+
+@contextmanager
+def browser_page() -> Iterator:
+    """A Playwright page in Debian's chromium (1200 × 900), closed after the block."""
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM is not None, "CI must install chromium"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield browser.new_page(viewport={"width": 1200, "height": 900})
+        finally:
+            browser.close()

@@ -6,26 +6,20 @@ missing browser is a failure: CI installs both (.ci/run).
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from helpers import served
+from helpers import browser_mark, served
+from helpers import browser_page as open_page
 from nslm.cli import main
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-try:
-    from playwright.sync_api import Page, sync_playwright
-except ImportError:  # pragma: no cover - CI installs it
-    sync_playwright = None
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
-if not os.environ.get("CI"):
-    pytestmark = pytest.mark.skipif(
-        CHROMIUM is None or sync_playwright is None, reason="needs chromium and playwright"
-    )
+pytestmark = browser_mark()
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +30,8 @@ def server(tiny_nslm_run: Path, tiny_byte_run: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser_page() -> Iterator[Page]:
-    assert CHROMIUM is not None and sync_playwright is not None, "CI must install chromium"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
+    with open_page() as page:
         yield page
-        browser.close()
 
 
 def submit(page: Page, url: str, fields: dict[str, str], button: str, answer: str) -> None:

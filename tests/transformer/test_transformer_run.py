@@ -5,6 +5,7 @@ proper over a real text, the tables; and SmolLM2 itself on a known sentence (slo
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import numpy as np
 import pytest
@@ -226,6 +227,27 @@ def test_fit_open_predict_and_eval_a_tiny_run(tmp_path, wt2_all) -> None:
     text.write_text(PLAIN, encoding="utf-8")
     assert main(["eval", str(run_dir), "--text", str(text)]) == 0
     assert (run_dir / "eval_text.json").is_file()
+    # the report reads the fitted weights and the scored text (no model loaded)
+    assert main(["report", str(run_dir)]) == 0
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Transformer + micro-models" in page and "Mixture weights" in page
+    shown = json.loads((run_dir / "eval_text.json").read_text(encoding="utf-8"))
+    year_bpb = shown["Transformer+MM"]["classes"]["year"]["bits_per_byte"]
+    assert "&lt;year&gt;</td><td>5</td>" in page and f"{year_bpb:,.4f}" in page
+    assert "data:image/png;base64," in page  # the per-class figure
+    # the explorer: both lists of next words (as predict gives them); no generation
+    from nslm.generation.sampling import SamplingConfig
+    from nslm.pages.explorer import RunView
+
+    view = RunView("tiny", run_dir)
+    assert view.describe()["can"]["predict"] and not view.describe()["can"]["generate"]
+    prompt = "The war began in 1914, and ended in"
+    shown = view.predict(prompt, k=3)
+    assert shown == predict(run, prompt, k=3)
+    with pytest.raises(NslmError, match="reads plain text"):
+        view.predict(prompt, k=3, input_format="tokenized")
+    with pytest.raises(NslmError, match="does not generate"):
+        view.generate(prompt, 5, SamplingConfig(), seed=0)
     assert main(["eval", str(run_dir)]) == 2  # a Transformer run is scored on a text
     assert main(["generate", str(run_dir), "In 1990"]) == 2  # one line: what reads it
     # the Python API opens it as its kind, with the same figures as the command

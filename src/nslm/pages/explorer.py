@@ -58,7 +58,13 @@ class RunView:
 
         self.name, self.path, self.limits = name, Path(path), limits or Limits()
         ref = locate_run(self.path)
-        if ref.kind == "word_pos":
+        if ref.kind == "transformer":  # micro-models over a frozen pretrained Transformer
+            from nslm.transformer.commands import open_transformer_run
+
+            self.kind, self.loaded, self.micro = "transformer", open_transformer_run(self.path), {}
+            self.open_models = {}
+            self.form = "plain"
+        elif ref.kind == "word_pos":
             from nslm.word_pos.run import load_word_pos_run
 
             self.kind, self.loaded, self.micro = "word-pos", load_word_pos_run(self.path), {}
@@ -81,8 +87,8 @@ class RunView:
 
     def describe(self) -> dict[str, Any]:
         can = {
-            "predict": self.kind in ("nslm", "word"),
-            "generate": True,
+            "predict": self.kind in ("nslm", "word", "transformer"),
+            "generate": self.kind != "transformer",
             "neurons": self.kind == "byte",
             "sentiment": self._sentiment is not None,
         }
@@ -99,8 +105,10 @@ class RunView:
     def predict(
         self, prompt: str, k: int = 10, within: int = 50, input_format: str = "plain"
     ) -> dict[str, Any]:
-        if self.kind not in ("nslm", "word"):
+        if self.kind not in ("nslm", "word", "transformer"):
             raise NslmError(f"run {self.name!r} is a {self.kind} run: no next-token breakdown")
+        if self.kind == "transformer" and input_format != "plain":
+            raise NslmError("a Transformer run reads plain text: input_format must be 'plain'")
         key = (prompt, k, within, check_input_format(input_format))
         with self._lock:
             if key in self._cache:
@@ -140,6 +148,10 @@ class RunView:
     def _predict(
         self, prompts: list[str], k: int, within: int, input_format: str
     ) -> list[dict[str, Any]]:
+        if self.kind == "transformer":  # the Transformer's words and the mixture's
+            from nslm.transformer.commands import predict
+
+            return [predict(self.loaded, prompt, k=k) for prompt in prompts]
         from nslm.generation.predict import predict_many
 
         # a run without micro-models answers with the NNLM's list alone (micro is {})
@@ -184,6 +196,11 @@ class RunView:
         by spaces); per generated token its ``display``, its piece of ``text`` (with the space
         before it), after ``prompt_text``, the prompt's piece."""
         check_input_format(input_format)
+        if self.kind == "transformer":
+            raise NslmError(
+                f"run {self.name!r} is a Transformer run: it predicts the next word, it does "
+                "not generate here (docs/transformer.md)"
+            )
         if output_format not in OUTPUT_FORMATS:
             raise NslmError(
                 f"unknown output format {output_format!r}; one of {', '.join(OUTPUT_FORMATS)}"

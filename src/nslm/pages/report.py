@@ -21,6 +21,7 @@ from nslm.files.atomic import write_bytes_atomic
 from nslm.files.json_policy import read_json
 from nslm.pages import sections
 from nslm.pages.html import esc, figure, matplotlib_png, number, page, table
+from nslm.pages.transformer_report import transformer_sections
 
 Section = tuple[str, str, str]
 
@@ -39,6 +40,8 @@ def read_metrics(path: Path) -> list[dict]:
 
 
 def run_kind(cfg: dict) -> str:
+    if cfg.get("kind") == "transformer":
+        return "Transformer + micro-models"
     if cfg.get("model") == "word-pos":
         return "word+POS LM"
     corpus = str(cfg.get("corpus", ""))
@@ -130,15 +133,20 @@ def build_report(run: Path | str) -> str:
     if not (run / "config.json").is_file():
         raise NslmError(f"{run} is not a run directory (no config.json)")
     cfg = read_json(run / "config.json")
-    results = read_json(run / "results.json") if (run / "results.json").is_file() else {}
-    parts: list[Section | None] = [overview(run, cfg, results), training_section(run, cfg)]
-    parts += sections.paper_tables(run)
-    parts += [sections.micro_models(run), sections.context_models(run), sections.rarity(run)]
-    parts += sections.probes(run)
-    parts.append(sections.interventions(run))
-    parts.append(config_section(cfg))
+    if cfg.get("kind") == "transformer":  # no training here: a frozen backbone, fitted parts
+        parts: list[Section | None] = [*transformer_sections(run, cfg)]
+        parts += [sections.micro_models(run, plot_hint=False), config_section(cfg)]
+        hints = []
+    else:
+        results = read_json(run / "results.json") if (run / "results.json").is_file() else {}
+        parts = [overview(run, cfg, results), training_section(run, cfg)]
+        parts += sections.paper_tables(run)
+        parts += [sections.micro_models(run), sections.context_models(run), sections.rarity(run)]
+        parts += sections.probes(run)
+        parts.append(sections.interventions(run))
+        parts.append(config_section(cfg))
+        hints = sections.missing_hints(run, cfg)
     present = [p for p in parts if p is not None]
-    hints = sections.missing_hints(run, cfg)
     subtitle = esc(f"{run_kind(cfg)} · {cfg.get('corpus', '')}")
     if hints:
         subtitle += "<br>" + " ".join(hints)

@@ -100,8 +100,9 @@ def _fitted_summary(pdf: dict) -> str:
     return esc(hyper) + ("; " if hyper and parts else "") + "; ".join(parts)
 
 
-def micro_models(run: Path) -> Section | None:
-    """The selected micro-model per class, its grid-search cells and its PDF figure."""
+def micro_models(run: Path, plot_hint: bool = True) -> Section | None:
+    """The selected micro-model per class, its grid-search cells and its PDF figure (and,
+    with ``plot_hint``, the command that draws the figures where the run has none)."""
     path = run / "micro.json"
     if not path.is_file():
         return None
@@ -130,7 +131,7 @@ def micro_models(run: Path) -> Section | None:
             body.append(table(["metric", "context", "PDF", "valid ppl"], rows))
         for png in sorted(plots.glob(f"{name}_*.png")) if plots.is_dir() else []:
             body.append(figure(png, f"<{name}>: fitted PDF over the training histogram"))
-    if not plots.is_dir():
+    if plot_hint and not plots.is_dir():
         body.append(
             f"<p class='note'>Fitted PDF figures: <code>nslm micro plot {esc(run)}</code>"
             " (needs the corpus), then report again.</p>"

@@ -59,6 +59,7 @@ async function predict() {
   const data = await call("predict", {prompt: $("prompt").value, k: +$("k").value,
     input_format: $("input-format").value}, out);
   if (!data) return;
+  if (data["Transformer+MM"]) { out.innerHTML = transformerWords(data); return; }
   let html = readAs(data.tokens);
   if (data.oov && data.oov.length) html += `<p class="note">not in the vocabulary, read as &lt;unk&gt;: ${escapeHtml(data.oov.join(" "))}</p>`;
   html += `<div class="row"><div class="col"><h3>NNLM</h3>${bars(data.nnlm, "nnlm")}</div>`;
@@ -85,6 +86,17 @@ async function predict() {
     }
   }
   out.innerHTML = html;
+}
+function transformerWords(data) {  // a Transformer run: its next words, and with micro-models
+  const shares = (w) => Object.entries(w.classes).filter(([, p]) => p >= 0.01 * w.p)
+    .map(([c, p]) => `&lt;${escapeHtml(c)}&gt; ${pct(p)}`).join("; ");
+  const mixed = data["Transformer+MM"].map((w) => ({token: w.word, p: w.p, why: shares(w)}));
+  const alone = data.Transformer.map((w) => ({token: w.word, p: w.p}));
+  let html = `<p class="note">micro-models' share of the next word: ${pct(data.class_weight)}</p>`;
+  html += `<div class="row"><div class="col"><h3>Transformer</h3>${bars(alone, "nnlm")}</div>`;
+  html += `<div class="col"><h3>Transformer + micro-models</h3>${bars(mixed, "nslm")}`;
+  html += mixed.filter((w) => w.why).map((w) => `<p class="note why">${escapeHtml(w.token)}: ${w.why}</p>`).join("");
+  return html + "</div></div>";
 }
 function sampling(prefix) {
   const seed = $(prefix + "seed").value;
@@ -133,6 +145,7 @@ async function classify() {
 function showPanels() {
   const r = RUNS.find((x) => x.name === run());
   $("predict-panel").hidden = !r.can.predict;
+  $("generate-panel").hidden = !r.can.generate;
   $("bytes-panel").hidden = !r.can.neurons;
   $("sentiment-panel").hidden = !r.can.sentiment;
 }
