@@ -2,7 +2,7 @@
 Transformer alone, on WikiText-2 test and UD English EWT test (issue 42).
 
     python benchmarks/transformer_nslm.py [--run runs/transformer-smollm2] [--stage passes]
-        [--test-tokens N]
+        [--test-tokens N] [--ceiling-only]
 
 Writes ``benchmarks/results/transformer_nslm.json``. The Transformer's passes are kept in
 the run directory (``RUN/scores``), so a second call reuses them; ``--stage passes`` only
@@ -165,13 +165,16 @@ def lstm_rows(result: dict) -> None:
     result["missing"]["LSTM-NSLM"] = result["missing"]["LSTM-NNLM"]
 
 
-def ceiling(text_pass, corpus, members, models, head, heads: dict | None = None) -> dict:
+def ceiling(text_pass, corpus, members, models, head, lm_head, heads: dict | None = None) -> dict:
     """How far any gate over these micro-models could take Numbers and Locations on a text,
     with hindsight: per class word, the better of the Transformer alone and the mixture at
     λ_c = 1 (its weight then P(c | h), the class head's); and, with the class known (P(c | h)
     = 1), the better of the Transformer and P_MM(w | c) alone (a word outside V_c keeps the
     Transformer's). Both count only the word's own bits, so both are optimistic. ``heads``:
-    other class heads ({label: head}), whose first ceiling is given beside (on Numbers)."""
+    other class heads ({label: head}), whose first ceiling is given beside (on Numbers), and
+    one more class weight for the number classes: the Transformer's own mass on the tokens
+    that start a number, split among the classes as the head splits them
+    (:func:`number_mass_weights`)."""
     import numpy as np
 
     from nslm.data.numbers import NUMBER_CLASSES
@@ -203,15 +206,55 @@ def ceiling(text_pass, corpus, members, models, head, heads: dict | None = None)
             "switch_with_class_known": float(np.minimum(alone, micro_bits)[ok].sum() / base),
             "words_where_the_head_mixture_wins": float(np.mean(mixed[ok] < alone[ok])),
         }
-        if aggregate != "numbers" or not heads:
+        if aggregate != "numbers":
             continue
         lams = {n: float(n in members_of) for n in models}
         by_head = {}
-        for label, other in heads.items():
+        for label, other in (heads or {}).items():
             parts.head_log_probs = other.log_probs(text_pass.scores.hidden)
             mixed, _ = word_bits(text_pass, parts.score(lams))
             by_head[label] = float(np.minimum(alone, mixed)[ok].sum() / base)
         out[aggregate]["switch_with_other_heads"] = by_head
+        fitted = head.log_probs(text_pass.scores.hidden)
+        roots = text_pass.ranges[ok, 0]
+        parts.head_log_probs = number_mass_weights(text_pass, fitted, roots, ids, members, lm_head)
+        mixed, _ = word_bits(text_pass, parts.score(lams))
+        out[aggregate]["switch_with_transformer_number_mass"] = float(
+            np.minimum(alone, mixed)[ok].sum() / base
+        )
+        out[aggregate]["mean_log_weight_of_the_true_class"] = {
+            "class head": float(np.mean(fitted[roots, classes[ok]])),
+            "Transformer's number mass": float(np.mean(parts.head_log_probs[roots, classes[ok]])),
+        }
+        parts.head_log_probs = fitted  # the next aggregate reads the run's head again
+    return out
+
+
+def number_mass_weights(text_pass, head_log_probs, roots, number_ids, members, lm_head):
+    """The class head's log P(c | h) with, at ``roots``, the number classes' weights replaced
+    by log P_T(the next token starts a number | h) + log (the head's share of c among the
+    number classes): the Transformer says whether a number comes, the head which one. The
+    Transformer's distribution is its LM head on the kept hidden state."""
+    import numpy as np
+    import torch
+
+    from nslm.data.numbers import NUMBER_CLASSES
+
+    starts = set()
+    for name, index in members.classes.items():
+        if name in NUMBER_CLASSES:
+            for spelling in (members.spaced, members.bare):
+                starts.update(int(t) for t in spelling.tokens[index, 0])
+    mask = torch.zeros(lm_head.weight.shape[0], dtype=torch.bool)
+    mask[sorted(starts)] = True
+    hidden = torch.as_tensor(text_pass.scores.hidden[roots].astype(np.float32))
+    with torch.inference_mode():
+        log_p = lm_head(hidden).float().log_softmax(-1)
+        number = torch.logsumexp(log_p.masked_fill(~mask, float("-inf")), -1).double().numpy()
+    share = head_log_probs[np.ix_(roots, number_ids)]
+    share = share - np.logaddexp.reduce(share, axis=1, keepdims=True)
+    out = head_log_probs.copy()
+    out[np.ix_(roots, number_ids)] = number[:, None] + share
     return out
 
 
@@ -305,8 +348,31 @@ def main() -> None:
         help="take the prompts' next words from --out as it is (they depend on the plain "
         "micro-models, the head and λ only, which a rerun fits the same)",
     )
+    parser.add_argument(
+        "--ceiling-only",
+        action="store_true",
+        help="only recompute ceiling_wt2_test into --out, from the fitted run",
+    )
     args = parser.parse_args()
     os.environ.setdefault("NSLM_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+    if args.ceiling_only:
+        from nslm.files.json_policy import json_text
+        from nslm.transformer.commands import open_transformer_run
+
+        result = json.loads(args.out.read_text(encoding="utf-8"))
+        run = open_transformer_run(args.run)
+        scored = passes(args.run, {**BUDGETS, "test": args.test_tokens}, progress=False)
+        result["ceiling_wt2_test"] = ceiling(
+            scored["test"],
+            run.corpus,
+            run.members,
+            run.models,
+            run.head,
+            run.bundle.model.lm_head,
+            other_heads(scored, run.class_names),
+        )
+        args.out.write_text(json_text(result) + "\n", encoding="utf-8")
+        return
     if args.prompts_only:
         from nslm.files.json_policy import json_text
         from nslm.transformer.commands import open_transformer_run
@@ -408,7 +474,7 @@ def main() -> None:
                 and m["bits_per_byte"] <= t["bits_per_byte"],
             }
     result["ceiling_wt2_test"] = ceiling(
-        test, corpus, members, models, head, other_heads(scored, names)
+        test, corpus, members, models, head, bundle.model.lm_head, other_heads(scored, names)
     )
     print("ceiling:", result["ceiling_wt2_test"], flush=True)
     n_rows = 1000
