@@ -151,7 +151,11 @@ def lstm_rows(result: dict) -> None:
                 "bits_per_byte": value,
                 "bpb_numbers": classes.get("bpb_numbers"),
                 "bpb_locations": classes.get("bpb_locations"),
-                "classes": classes.get("classes"),
+                "classes": {  # the Transformer rows' shape: {class: {"bits_per_byte": …}}
+                    name: {"bits_per_byte": value}
+                    for name, value in (classes.get("classes") or {}).items()
+                }
+                or None,
                 "word_ppl": None,
                 "source": f"benchmarks/results/open_vocab.json ({source.get('date')}): run "
                 f"{source.get('run')} (the Table 4 small-budget NNLM/HNLM, 4 M training "
@@ -259,8 +263,9 @@ def number_mass_weights(text_pass, head_log_probs, roots, number_ids, members, l
 
 
 def other_heads(scored: dict, names: tuple[str, ...]) -> dict:
-    """Class heads fitted on a quarter, a half and all of the train prefix, and on train and
-    valid together: does a head that saw more class positions raise the ceiling?"""
+    """Class heads fitted on the first quarter and half of the train prefix and on train and
+    valid together (the run's own head saw the whole prefix): does a head that saw more
+    class positions raise the ceiling?"""
     import numpy as np
 
     from nslm.transformer.class_head import ClassHead
@@ -281,12 +286,13 @@ def other_heads(scored: dict, names: tuple[str, ...]) -> dict:
     return out
 
 
-def prompts(bundle, corpus, members, models, head, lams) -> list:
+def prompts(run) -> list:
+    """Each prompt's top-5 next words under a fitted run (``open_transformer_run``)."""
     from nslm.transformer.predict import next_words
 
     out = []
     for prompt in PROMPTS:
-        words = next_words(bundle, corpus, members, models, head, lams, prompt, beam=8)
+        words = next_words(run, prompt, beam=8)
         out.append(
             {
                 "prompt": prompt,
@@ -379,9 +385,7 @@ def main() -> None:
 
         result = json.loads(args.out.read_text(encoding="utf-8"))
         run = open_transformer_run(args.run)
-        result["prompts"] = prompts(
-            run.bundle, run.corpus, run.members, run.models, run.head, run.lams
-        )
+        result["prompts"] = prompts(run)
         args.out.write_text(json_text(result) + "\n", encoding="utf-8")
         return
     if args.lstm_only:
@@ -488,7 +492,9 @@ def main() -> None:
     if args.keep_prompts and kept.get("prompts") and kept.get("fitted", {}).get("lambdas") == lams:
         result["prompts"] = kept["prompts"]
     else:
-        result["prompts"] = prompts(bundle, corpus, members, models, head, lams)
+        from nslm.transformer.commands import open_transformer_run
+
+        result["prompts"] = prompts(open_transformer_run(args.run))  # the run just fitted
     result["contamination"] = CONTAMINATION
     result["seconds"] = time.perf_counter() - t0
     result["command"] = shlex.join(["python", *sys.argv])

@@ -65,6 +65,18 @@ def test_char_spans_find_corpus_tokens_in_plain_text() -> None:
     ]
 
 
+def test_char_spans_take_the_nearest_quote_and_resynchronise() -> None:
+    """A curly quote right after a straight one is found (not the straight quote of a later
+    word), and a token that cannot be found costs only itself: the tokens after it are found
+    again (it once cost every token to the end of the text)."""
+    from nslm.transformer.alignment import char_spans
+
+    plain = "thinking \"‘ Man! There's ¶ just so much groove."
+    tokens = ["thinking", '"', "'", "Man", "!", "There", "'s", "§", "just", "so", "much"]
+    got = [plain[a:b] if a >= 0 else None for a, b in char_spans(plain, tokens)]
+    assert got == ["thinking", '"', "‘", "Man", "!", "There", "'s", None, "just", "so", "much"]
+
+
 def test_run_config_is_checked(tmp_path) -> None:
     from nslm.transformer.run import read_config, write_config
 
@@ -235,6 +247,12 @@ def test_fit_open_predict_and_eval_a_tiny_run(tmp_path, wt2_all) -> None:
     year_bpb = shown["Transformer+MM"]["classes"]["year"]["bits_per_byte"]
     assert "&lt;year&gt;</td><td>5</td>" in page and f"{year_bpb:,.4f}" in page
     assert "data:image/png;base64," in page  # the per-class figure
+    kept = (run_dir / "eval_text.json").read_text(encoding="utf-8")
+    for bad in ('{"Transformer": {}, "Transformer+MM": {}}', "[1, 2]"):
+        (run_dir / "eval_text.json").write_text(bad, encoding="utf-8")
+        assert main(["report", str(run_dir), "-o", str(tmp_path / "bad.html")]) == 2
+    assert not (tmp_path / "bad.html").exists()  # nothing half-written
+    (run_dir / "eval_text.json").write_text(kept, encoding="utf-8")
     # the explorer: both lists of next words (as predict gives them); no generation
     from nslm.generation.sampling import SamplingConfig
     from nslm.pages.explorer import RunView

@@ -5,7 +5,10 @@ A :class:`RunView` loads a run once at start-up and answers:
 - ``predict``: the top-k next tokens under the NNLM and the NSLM, with the class ×
   micro-model breakdown (:func:`nslm.generation.predict.predict`), per class its likeliest
   members with their values and coordinates (the page draws years as a chart, places on a
-  map); a run without micro-models answers with the NNLM alone;
+  map); a run without micro-models answers with the NNLM alone; a Transformer run
+  (docs/transformer.md) with the Transformer's next words and the mixture's, each of the
+  mixture's with its share per class (:func:`nslm.transformer.commands.predict`), and it
+  does not generate;
 - ``generate``: a continuation (NSLM with micro-models when the run has them, class tokens
   marked; else the neural LM; a word+POS run gives word/TAG pairs), as plain text (or the
   model's tokens) with each generated token's piece of that text;
@@ -16,8 +19,8 @@ A :class:`RunView` loads a run once at start-up and answers:
   SST-2 and the verdict of its single best neuron.
 
 A prompt is plain text by default (``input_format="tokenized"``: already in the corpus's
-tokens), read by :mod:`nslm.data.text` as ``nslm predict`` reads it; each answer carries the
-tokens it was read as. Calls on one run are serialised (one model, two cores); concurrent
+tokens), read by :mod:`nslm.data.text` as ``nslm predict`` reads it; each answer of a word
+LM carries the tokens it was read as (a Transformer run reads plain text only). Calls on one run are serialised (one model, two cores); concurrent
 predictions are computed together in one pass (:class:`~nslm.pages.coalesce.Coalescer`),
 and identical ones come from a small cache, since a prediction is a pure function of the
 prompt and its format.
@@ -59,9 +62,13 @@ class RunView:
         self.name, self.path, self.limits = name, Path(path), limits or Limits()
         ref = locate_run(self.path)
         if ref.kind == "transformer":  # micro-models over a frozen pretrained Transformer
+            import torch
+
             from nslm.transformer.commands import open_transformer_run
 
+            threads = torch.get_num_threads()  # the run's "threads" must not undo the server's
             self.kind, self.loaded, self.micro = "transformer", open_transformer_run(self.path), {}
+            torch.set_num_threads(threads)
             self.open_models = {}
             self.form = "plain"
         elif ref.kind == "word_pos":

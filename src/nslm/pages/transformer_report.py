@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from nslm.errors import NslmError
 from nslm.files.json_policy import read_json
 from nslm.pages.html import esc, figure, matplotlib_png, number, table
 
@@ -24,7 +25,12 @@ ROWS = ("Transformer", "Transformer+MM")  # the columns of eval_text.json
 
 
 def _read(path: Path) -> dict | None:
-    return read_json(path) if path.is_file() else None
+    if not path.is_file():
+        return None
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise NslmError(f"{path}: not a JSON object; refit the run or score the text again")
+    return data
 
 
 def backbone_section(run: Path, cfg: dict) -> Section:
@@ -147,10 +153,11 @@ def eval_section(run: Path) -> Section:
             )
         )
     headers = ["words", "count", *ROWS, "with ÷ without micro-models"]
+    aggregate = ["aggregate"] * 3 + [""] * (len(rows) - 3)
     body = (
         "<p class='note'>The text last scored by <code>nslm eval RUN --text</code>; bits "
         "over the UTF-8 bytes of the text (overall) and of each class's words.</p>"
-        + table(headers, rows)
+        + table(headers, rows, classes=aggregate)
     )
     png = _class_figure(figures)
     if png is not None:
@@ -163,5 +170,13 @@ def eval_section(run: Path) -> Section:
 
 
 def transformer_sections(run: Path, cfg: dict) -> list[Section]:
-    parts = [backbone_section(run, cfg), weights_section(run), eval_section(run)]
+    """The sections above, in order; a run file without the keys they read is a one-line
+    error naming the run."""
+    try:
+        parts = [backbone_section(run, cfg), weights_section(run), eval_section(run)]
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise NslmError(
+            f"{run}: transformer.json or eval_text.json is malformed ({type(exc).__name__}: "
+            f"{exc}); refit the run or score the text again"
+        ) from None
     return [p for p in parts if p is not None]

@@ -31,22 +31,25 @@ def _surface(token: str) -> str:
     return token
 
 
-def _find(plain: str, surface: str, cursor: int) -> int:
-    """The start of ``surface`` at or just after ``cursor`` (quotes match curly ones), −1."""
+def _find(plain: str, surface: str, cursor: int, resync: bool = False) -> int:
+    """The start of ``surface`` at or just after ``cursor`` (a quote matches its curly forms:
+    the nearest of them), −1. Only whitespace may be skipped, unless ``resync``: after a
+    token that was not found, the next one may skip what that token left unread."""
     window = plain[cursor : cursor + _LOOKAHEAD + len(surface)]
-    at = window.find(surface)
-    if at < 0 and surface in _QUOTES:
-        hits = [window.find(q) for q in _QUOTES[surface] if window.find(q) >= 0]
-        at = min(hits) if hits else -1
-    if at < 0 or window[:at].strip():  # only whitespace may be skipped
+    forms = list(_QUOTES[surface]) if surface in _QUOTES else [surface]
+    hits = [h for h in map(window.find, forms) if h >= 0]
+    at = min(hits) if hits else -1
+    if at < 0 or (window[:at].strip() and not resync):
         return -1
     return cursor + at
 
 
 def char_spans(plain: str, tokens: Sequence[str]) -> np.ndarray:
-    """(N, 2) [start, end) of each corpus token in ``plain``; (−1, −1) where not found."""
+    """(N, 2) [start, end) of each corpus token in ``plain``; (−1, −1) where not found. A
+    token not found leaves the cursor where it was; the next token found re-synchronises."""
     spans = np.full((len(tokens), 2), -1, dtype=np.int64)
     cursor = 0
+    lost = False
     for i, token in enumerate(tokens):
         if token in EOS_TOKENS:
             newline = plain.find("\n", cursor)
@@ -55,8 +58,9 @@ def char_spans(plain: str, tokens: Sequence[str]) -> np.ndarray:
                 cursor = newline + 1
             continue
         surface = _surface(token)
-        at = _find(plain, surface, cursor)
-        if at < 0:
+        at = _find(plain, surface, cursor, resync=lost)
+        lost = at < 0
+        if lost:
             continue
         end = at + (1 if surface in _QUOTES and plain[at] != surface else len(surface))
         spans[i] = (at, end)
