@@ -1,6 +1,6 @@
 """The explorer on a Transformer run, in a real browser (Playwright driving Debian's chromium):
-the next words of the Transformer and of the mixture, each with its class shares; no
-generation panel. Skipped where chromium or Playwright is missing, except under CI."""
+the next words of the Transformer and of the mixture and the micro-models' share of the next
+word; no generation panel. Skipped where chromium or Playwright is missing, except under CI."""
 
 from __future__ import annotations
 
