@@ -189,18 +189,18 @@ def ceiling(text_pass, corpus, members, models, head, lm_head, heads: dict | Non
     names = tuple(corpus.class_names)
     parts = MixtureParts(text_pass, members, models, head, names, cache=True)
     alone, _ = word_bits(text_pass, parts.score(None))
+    fitted = parts.head_log_probs  # the run's head, which the other weights replace in turn
     split = text_pass.text.split
-    micro_bits = np.full(len(alone), np.inf)
+    micro_bits = np.full(len(alone), np.inf)  # a word outside V_c keeps the Transformer's
     for model in models.values():
-        positions, index = model.cls.positions(split)
-        if len(positions):
-            log_p = model.log_prob(model.cls.context(split, positions, model.context))
-            micro_bits[positions] = -log_p[np.arange(len(positions)), index] / np.log(2)
+        log_p = model.log_prob_targets(split)
+        here = ~np.isnan(log_p)
+        micro_bits[here] = -log_p[here] / np.log(2)
     classes = split.rule_class_ids.astype(np.int64)
     out = {}
     for aggregate, members_of in (("numbers", NUMBER_CLASSES), ("locations", PLACE_CLASSES)):
-        full = parts.score({n: float(n in members_of) for n in models})
-        mixed, _ = word_bits(text_pass, full)
+        lams = {n: float(n in members_of) for n in models}
+        mixed, _ = word_bits(text_pass, parts.score(lams))
         ids = [names.index(n) for n in members_of if n in names]
         ok = np.isin(classes, ids) & ~np.isnan(alone)
         base = alone[ok].sum()
@@ -212,14 +212,12 @@ def ceiling(text_pass, corpus, members, models, head, lm_head, heads: dict | Non
         }
         if aggregate != "numbers":
             continue
-        lams = {n: float(n in members_of) for n in models}
         by_head = {}
         for label, other in (heads or {}).items():
             parts.head_log_probs = other.log_probs(text_pass.scores.hidden)
             mixed, _ = word_bits(text_pass, parts.score(lams))
             by_head[label] = float(np.minimum(alone, mixed)[ok].sum() / base)
         out[aggregate]["switch_with_other_heads"] = by_head
-        fitted = head.log_probs(text_pass.scores.hidden)
         roots = text_pass.ranges[ok, 0]
         parts.head_log_probs = number_mass_weights(text_pass, fitted, roots, ids, members, lm_head)
         mixed, _ = word_bits(text_pass, parts.score(lams))
@@ -361,38 +359,28 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ.setdefault("NSLM_DATA_DIR", str(ROOT.parent / "shared" / "data"))
-    if args.ceiling_only:
+    if args.ceiling_only or args.prompts_only or args.lstm_only:
         from nslm.files.json_policy import json_text
         from nslm.transformer.commands import open_transformer_run
 
         result = json.loads(args.out.read_text(encoding="utf-8"))
-        run = open_transformer_run(args.run)
-        scored = passes(args.run, {**BUDGETS, "test": args.test_tokens}, progress=False)
-        result["ceiling_wt2_test"] = ceiling(
-            scored["test"],
-            run.corpus,
-            run.members,
-            run.models,
-            run.head,
-            run.bundle.model.lm_head,
-            other_heads(scored, run.class_names),
-        )
-        args.out.write_text(json_text(result) + "\n", encoding="utf-8")
-        return
-    if args.prompts_only:
-        from nslm.files.json_policy import json_text
-        from nslm.transformer.commands import open_transformer_run
-
-        result = json.loads(args.out.read_text(encoding="utf-8"))
-        run = open_transformer_run(args.run)
-        result["prompts"] = prompts(run)
-        args.out.write_text(json_text(result) + "\n", encoding="utf-8")
-        return
-    if args.lstm_only:
-        from nslm.files.json_policy import json_text
-
-        result = json.loads(args.out.read_text(encoding="utf-8"))
-        lstm_rows(result)
+        if args.lstm_only:
+            lstm_rows(result)
+        if args.prompts_only or args.ceiling_only:
+            run = open_transformer_run(args.run)
+            if args.prompts_only:
+                result["prompts"] = prompts(run)
+            if args.ceiling_only:
+                scored = passes(args.run, {**BUDGETS, "test": args.test_tokens}, progress=False)
+                result["ceiling_wt2_test"] = ceiling(
+                    scored["test"],
+                    run.corpus,
+                    run.members,
+                    run.models,
+                    run.head,
+                    run.bundle.model.lm_head,
+                    other_heads(scored, run.class_names),
+                )
         args.out.write_text(json_text(result) + "\n", encoding="utf-8")
         return
     t0 = time.perf_counter()
