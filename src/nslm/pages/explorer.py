@@ -20,10 +20,10 @@ A :class:`RunView` loads a run once at start-up and answers:
 
 A prompt is plain text by default (``input_format="tokenized"``: already in the corpus's
 tokens), read by :mod:`nslm.data.text` as ``nslm predict`` reads it; each answer of a word
-LM carries the tokens it was read as (a Transformer run reads plain text only). Calls on one run are serialised (one model, two cores); concurrent
-predictions are computed together in one pass (:class:`~nslm.pages.coalesce.Coalescer`),
-and identical ones come from a small cache, since a prediction is a pure function of the
-prompt and its format.
+LM carries the tokens it was read as (a Transformer run reads plain text only). Calls on one
+run are serialised (one model, two cores); concurrent predictions are computed together in
+one pass (:class:`~nslm.pages.coalesce.Coalescer`), and identical ones come from a small
+cache, since a prediction is a pure function of the prompt and its format.
 """
 
 from __future__ import annotations
