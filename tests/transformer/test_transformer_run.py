@@ -286,7 +286,7 @@ def test_fit_open_predict_and_eval_a_tiny_run(tmp_path, wt2_all) -> None:
 def test_nslm_train_fits_a_transformer_config(tmp_path, wt2_all) -> None:
     """``nslm train --config`` with kind = "transformer": the run's keys from the TOML and
     --set; a micro.json already in --run-dir is used as it is; a second train into the same
-    run is a one-line error."""
+    run is a one-line error; ``nslm micro plot`` draws the run's micro-models."""
     from nslm.cli import main
     from nslm.micro.pipeline import fit_micro
     from nslm.micro.store import write_micro_json
@@ -310,6 +310,11 @@ def test_nslm_train_fits_a_transformer_config(tmp_path, wt2_all) -> None:
         run_dir / "class_head.safetensors"
     ).is_file()
     assert main(args) == 2  # the run exists
+    # its micro.json is an ordinary one: 'micro plot' draws it over the corpus's histogram
+    plots = tmp_path / "plots"
+    assert main(["micro", "plot", str(run_dir), "--out-dir", str(plots)]) == 0
+    assert [p.name for p in plots.iterdir()] == ["year_diff_multinomial.png"]
+    assert main(["micro", "plot", str(run_dir), "--only", "city", "--out-dir", str(plots)]) == 2
     other = tmp_path / "other"
     unknown = ["train", "--config", str(config), "--run-dir", str(other), "--set", "colour=1"]
     assert main(unknown) == 2 and not other.exists()  # an unknown key: one line, no run

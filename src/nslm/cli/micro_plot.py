@@ -93,14 +93,22 @@ def plot(
         click.echo(str(path))
 
 
-def _plot_run(run: Path, micro_path: Path | None, only: list[str] | None, out: Path | None) -> None:
-    """``nslm micro plot RUN``: each selected PDF of RUN/micro.json over its training histogram."""
+def _plot_run(run, micro_path: Path | None, only: list[str] | None, out: Path | None) -> None:
+    """``nslm micro plot RUN``: each selected PDF of RUN/micro.json over its training histogram
+    (a Transformer run's micro.json is fitted on its corpus alone, as a word run's)."""
     from nslm.micro.plot import plot_model
-    from nslm.runs.load import load_run
-    from nslm.runs.micro import load_run_micro
 
-    loaded = load_run(run)
-    models = load_run_micro(loaded, micro_path)
+    if run.kind == "transformer":
+        from nslm.transformer.commands import run_micro_models
+
+        corpus, models = run_micro_models(run.path, micro_path)
+        train = corpus.train
+    else:
+        from nslm.runs.load import load_run
+        from nslm.runs.micro import load_run_micro
+
+        loaded = load_run(run)
+        train, models = loaded.corpus.train, load_run_micro(loaded, micro_path)
     if only:
         unknown = [n for n in only if n not in models]
         if unknown:
@@ -111,4 +119,4 @@ def _plot_run(run: Path, micro_path: Path | None, only: list[str] | None, out: P
     out = out or Path(run) / "plots"
     for name, model in models.items():
         name_png = f"{name}_{model.metric.name}_{model.pdf.name}.png"
-        click.echo(str(plot_model(model, loaded.corpus.train, out / name_png)))
+        click.echo(str(plot_model(model, train, out / name_png)))

@@ -79,6 +79,17 @@ def fit_transformer_run(
     return fit_weights(run_dir, passes["valid"], passes["train"], members, models, head, names)
 
 
+def run_micro_models(run_dir: Path, micro_path: Path | None = None):
+    """The run's corpus and its micro-models (RUN/micro.json, or ``micro_path``), without
+    the backbone: ``nslm micro plot`` reads a Transformer run through this."""
+    cfg = read_config(Path(run_dir))
+    path = Path(micro_path) if micro_path is not None else Path(run_dir) / MICRO_FILE
+    if not path.is_file():
+        raise NslmError(f"{run_dir} has no {path.name}: fit the Transformer run first")
+    corpus = prepare_corpus(cfg["corpus"], cfg["classes"], download=False)
+    return corpus, load_micro_models(path, corpus)
+
+
 def open_transformer_run(run_dir: Path) -> TransformerRun:
     """A fitted Transformer run (``fit_transformer_run`` first)."""
     run_dir = Path(run_dir)
@@ -86,7 +97,7 @@ def open_transformer_run(run_dir: Path) -> TransformerRun:
     for needed in (MICRO_FILE, FIT_FILE, "class_head.safetensors"):
         if not (run_dir / needed).is_file():
             raise NslmError(f"{run_dir} has no {needed}: fit the Transformer run first")
-    corpus = prepare_corpus(cfg["corpus"], cfg["classes"], download=False)
+    corpus, models = run_micro_models(run_dir)
     bundle = load_backbone(cfg)
     names = tuple(corpus.class_names)
     fitted = json.loads((run_dir / FIT_FILE).read_text(encoding="utf-8"))
@@ -96,7 +107,7 @@ def open_transformer_run(run_dir: Path) -> TransformerRun:
         bundle=bundle,
         corpus=corpus,
         members=members_for(bundle, corpus),
-        models=load_micro_models(run_dir / MICRO_FILE, corpus),
+        models=models,
         head=load_head(run_dir, names),
         lams={k: float(v) for k, v in fitted["lambdas"].items()},
     )
