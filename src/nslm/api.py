@@ -373,7 +373,7 @@ class NgramLM(_Generates[str]):
         return to_plain([*tokens, *generated], text_form_of({}, self.model.itos))
 
 
-class TransformerLM:
+class TransformerLM(_Generates[str]):
     """A Transformer run (docs/transformer.md): micro-models over a frozen pretrained
     Transformer, mixed with it as one proper distribution (Transformer+MM). Its passes are
     kept in RUN/scores, so a text scored twice is read once."""
@@ -422,6 +422,13 @@ class TransformerLM:
         from nslm.transformer.commands import eval_text
 
         return eval_text(self.run, text)
+
+    def _generate(self, prompt: str, max_tokens: int, sampler: Sampler) -> str:
+        """``prompt`` and a continuation of ``max_tokens`` Transformer tokens drawn from the
+        mixture (:mod:`nslm.transformer.generate`), as plain text."""
+        from nslm.transformer.generate import generate
+
+        return prompt + generate(self.run, prompt, max_tokens, sampler).text
 
 
 Model = NslmRun | NumeralRun | ByteRun | WordPosRun | NgramLM | TransformerLM

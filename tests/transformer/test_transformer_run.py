@@ -195,7 +195,7 @@ def test_smollm2_scores_a_known_sentence() -> None:
 
 
 @pytest.mark.slow
-def test_fit_open_predict_and_eval_a_tiny_run(tmp_path, wt2_all) -> None:
+def test_fit_open_predict_generate_and_eval_a_tiny_run(tmp_path, wt2_all, capsys) -> None:
     from nslm.micro.pipeline import fit_micro
     from nslm.micro.store import write_micro_json
     from nslm.transformer.commands import (
@@ -229,6 +229,7 @@ def test_fit_open_predict_and_eval_a_tiny_run(tmp_path, wt2_all) -> None:
     assert figures["Transformer+MM"]["bits_per_byte"] > 0
     with pytest.raises(NslmError, match="no text"):
         eval_text(run, "  \n")
+    check_generation(run)
     # the same through the command line: the RUN argument knows the kind
     from nslm.cli import main
 
@@ -258,16 +259,23 @@ def test_fit_open_predict_and_eval_a_tiny_run(tmp_path, wt2_all) -> None:
     from nslm.pages.explorer import RunView
 
     view = RunView("tiny", run_dir)
-    assert view.describe()["can"]["predict"] and not view.describe()["can"]["generate"]
+    assert view.describe()["can"]["predict"] and view.describe()["can"]["generate"]
     prompt = "The war began in 1914, and ended in"
     shown = view.predict(prompt, k=3)
     assert shown == predict(run, prompt, k=3)
     with pytest.raises(NslmError, match="reads plain text"):
         view.predict(prompt, k=3, input_format="tokenized")
-    with pytest.raises(NslmError, match="does not generate"):
-        view.generate(prompt, 5, SamplingConfig(), seed=0)
+    drawn = view.generate(prompt, 5, SamplingConfig(), seed=0)
+    assert drawn["text"].startswith(prompt) and len(drawn["text"]) > len(prompt)
+    with pytest.raises(NslmError, match="plain text"):
+        view.generate(prompt, 5, SamplingConfig(), seed=0, output_format="tokenized")
     assert main(["eval", str(run_dir)]) == 2  # a Transformer run is scored on a text
-    assert main(["generate", str(run_dir), "In 1990"]) == 2  # one line: what reads it
+    generate_args = ["generate", str(run_dir), "In 1990", "--max-tokens", "6", "--seed", "3"]
+    capsys.readouterr()
+    assert main(generate_args) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("In 1990")
+    assert main([*generate_args, "--show-classes"]) == 2  # one line: not for this kind
     # the Python API opens it as its kind, with the same figures as the command
     import nslm
     from nslm.api import TransformerLM
@@ -281,6 +289,40 @@ def test_fit_open_predict_and_eval_a_tiny_run(tmp_path, wt2_all) -> None:
     assert "".join(scored.tokens) == PLAIN and np.isfinite(scored.log_probs).all()
     best = lm.predict("The war began in 1914, and ended in", k=3)
     assert len(best) == 3 and [b.p for b in best] == sorted((b.p for b in best), reverse=True)
+    from nslm.generation.predict_text import printable  # the command escapes control bytes
+
+    assert printable(lm.generate("In 1990", 6, seed=3)) + "\n" == printed  # the same draw
+
+
+def check_generation(run) -> None:
+    """Generation walks the mixture that scoring walks: forced along a real text, the
+    stepper's distribution sums to one at every token and gives each token the probability
+    the scoring pass gives it (float16 states: 1e-4); a seed fixes a draw; without the
+    micro-models it is the Transformer's own distribution."""
+    import dataclasses
+
+    from nslm.generation.sampling import Sampler, SamplingConfig
+    from nslm.transformer.commands import mixture_parts
+    from nslm.transformer.generate import MixtureStepper, generate
+
+    run = dataclasses.replace(run, lams={"year": 0.9, "city": 0.5})
+    parts = mixture_parts(run, PLAIN)
+    first = parts.text_pass.ids[: run.bundle.stride]  # read as the pass's first window does
+    mixed, alone = parts.score(run.lams).log_probs, parts.score(None).log_probs
+    assert not np.allclose(mixed[: len(first)], alone[: len(first)])
+    for micro, want in ((True, mixed), (False, alone)):
+        stepper = MixtureStepper(run, micro=micro)
+        got = []
+        for token in first:
+            dist = stepper.distribution()
+            assert abs(np.exp(dist).sum() - 1.0) < 1e-9
+            got.append(dist[token])
+            stepper.advance(int(token))
+        assert np.abs(np.array(got) - want[: len(first)]).max() < 1e-4, micro
+    draw = generate(run, "The war began in", 12, Sampler(SamplingConfig(), seed=5))
+    again = generate(run, "The war began in", 12, Sampler(SamplingConfig(), seed=5))
+    assert draw.text == again.text and len(draw.tokens) == len(draw.log_probs) > 0
+    assert np.all(draw.log_probs <= 0)
 
 
 def test_nslm_train_fits_a_transformer_config(tmp_path, wt2_all) -> None:

@@ -107,6 +107,9 @@ def generate_command(
     The prompt and its continuation are printed as plain text (--output-format tokenized:
     as the model's tokens); a sentence end (</s>, <eos>) is a line break.
 
+    A Transformer run (docs/transformer.md) samples from the Transformer with micro-models
+    (--model neural: the Transformer alone), --max-tokens counting its tokens.
+
     A byte LM (docs/byte-lm.md) continues PROMPT byte by byte (--max-tokens counts bytes);
     --neuron colours the text by one neuron's cell state, --html writes it as a page too;
     --ablate, --clamp and --steer change its units at every step (docs/probes.md).
@@ -116,6 +119,23 @@ def generate_command(
     sampler = Sampler(config, seed=seed)
     if run.kind == "byte":
         _generate_bytes(run, prompt, max_tokens, sampler, neuron, html_out, intervene)
+        return
+    if run.kind == "transformer":
+        drop = {
+            "--head": head,
+            "--show-classes": show_classes,
+            "--neuron": neuron is not None,
+            "--html": html_out is not None,
+            "--ablate/--clamp/--steer": wants_intervention(intervene),
+            "--micro": micro_kind != "auto",
+            "--open-vocab": open_vocab,
+            "--input-format tokenized": input_format != "plain",
+            "--output-format tokenized": output_format != "plain",
+        }
+        if any(drop.values()):
+            given = ", ".join(k for k, v in drop.items() if v)
+            raise NslmError(f"a Transformer run samples plain text: no {given}")
+        _generate_transformer(run, prompt, max_tokens, sampler, model_kind)
         return
     if wants_intervention(intervene):
         raise NslmError("--ablate, --clamp and --steer need a byte-LM run (docs/probes.md)")
@@ -189,6 +209,20 @@ def _generate_from_run(
         opened, prompt, max_tokens, sampler, show_classes, input_format, open_vocab
     )
     return form, *generated
+
+
+def _generate_transformer(
+    run: RunRef, prompt: str, max_tokens: int, sampler: Sampler, model_kind: str
+) -> None:
+    """The prompt and its continuation, Transformer token by token, from the mixture with the
+    micro-models (``--model neural``: the Transformer alone; docs/transformer.md)."""
+    from nslm.transformer.commands import open_transformer_run
+    from nslm.transformer.generate import generate
+
+    sample = generate(
+        open_transformer_run(run.path), prompt, max_tokens, sampler, micro=model_kind != "neural"
+    )
+    click.echo(printable(prompt + sample.text))
 
 
 def _prompt_tokens(prompt: str, form: str, input_format: str) -> list[str]:

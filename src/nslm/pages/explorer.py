@@ -7,11 +7,11 @@ A :class:`RunView` loads a run once at start-up and answers:
   members with their values and coordinates (the page draws years as a chart, places on a
   map); a run without micro-models answers with the NNLM alone; a Transformer run
   (docs/transformer.md) with the Transformer's next words and the mixture's, each of the
-  mixture's with its share per class (:func:`nslm.transformer.commands.predict`), and it
-  does not generate;
+  mixture's with its share per class (:func:`nslm.transformer.commands.predict`);
 - ``generate``: a continuation (NSLM with micro-models when the run has them, class tokens
-  marked; else the neural LM; a word+POS run gives word/TAG pairs), as plain text (or the
-  model's tokens) with each generated token's piece of that text;
+  marked; else the neural LM; a word+POS run gives word/TAG pairs; a Transformer run, the
+  mixture's tokens as plain text), as plain text (or the model's tokens) with each generated
+  token's piece of that text;
 - ``sample_bytes`` (byte LM): a continuation of a prime, each character with a chosen
   neuron's tanh(cell state), from the model with units ablated, clamped or steered if asked
   (:func:`nslm.byte_lm.steering.intervention_from_fields`);
@@ -95,7 +95,7 @@ class RunView:
     def describe(self) -> dict[str, Any]:
         can = {
             "predict": self.kind in ("nslm", "word", "transformer"),
-            "generate": self.kind != "transformer",
+            "generate": True,
             "neurons": self.kind == "byte",
             "sentiment": self._sentiment is not None,
         }
@@ -203,17 +203,28 @@ class RunView:
         by spaces); per generated token its ``display``, its piece of ``text`` (with the space
         before it), after ``prompt_text``, the prompt's piece."""
         check_input_format(input_format)
-        if self.kind == "transformer":
-            raise NslmError(
-                f"run {self.name!r} is a Transformer run: it predicts the next word, it does "
-                "not generate here (docs/transformer.md)"
-            )
         if output_format not in OUTPUT_FORMATS:
             raise NslmError(
                 f"unknown output format {output_format!r}; one of {', '.join(OUTPUT_FORMATS)}"
             )
         sampler = Sampler(sampling, seed=seed)
+        if self.kind == "transformer" and "tokenized" in (input_format, output_format):
+            raise NslmError(
+                "a Transformer run reads and writes plain text: formats must be 'plain'"
+            )
         with self._lock:
+            if self.kind == "transformer":  # the mixture's tokens (nslm.transformer.generate)
+                from nslm.transformer.generate import generate as sample_mixture
+
+                text = sample_mixture(self.loaded, prompt, max_tokens, sampler).text
+                return {
+                    "prompt": prompt,
+                    "read_as": [],
+                    "prompt_text": prompt,
+                    "text": prompt + text,
+                    "output_format": output_format,
+                    "tokens": [{"token": text, "class": None, "display": text}],
+                }
             if self.kind == "byte":
                 from nslm.byte_lm.generation import generate_bytes
 

@@ -93,12 +93,35 @@ def member_events(
     return out
 
 
+def micro_at_end(run: TransformerRun, text: str, h: np.ndarray) -> dict[str, np.ndarray]:
+    """log P_MM(· | c, w_prev^(c)) over each V_c for the word after ``text``, for every class
+    whose λ_c > 0; ``h``: the Transformer's state there (a context-aware micro-model reads
+    it). The text is prepared as the corpus was, with a placeholder word for the next slot
+    (its conversion target: the quantity pending before it, as nslm.generation.prompts
+    gives the LSTM's slot)."""
+    corpus = run.corpus
+    prepared = prepare_text(corpus, text + " x", name="prompt", source="<prompt>")
+    split = prepared.split
+    at = max(i for i, t in enumerate(prepared.strings) if t not in EOS_TOKENS)
+    unit_map = unit_map_from_json(corpus.meta.get("unit_map", {}))
+    split.convert_targets[at] = pending_conversion(list(prepared.strings[:at]), unit_map)
+    slot = np.array([at])
+    out = {}
+    for name, model in run.models.items():
+        if float(run.lams.get(name, 0.0)) <= 0:
+            continue
+        ctx = model.cls.context(split, slot, model.context)
+        states = h[None, :] if getattr(model, "needs_features", False) else None
+        out[name] = model.log_prob(ctx, states)[0]
+    return out
+
+
 def next_words(
     run: TransformerRun, prompt: str, *, k: int = 5, beam: int = 16, tokens: int = 10
 ) -> dict[str, list[Word]]:
     """The top ``k`` next words of the Transformer and of the mixture after ``prompt``
     (the run's micro-models weighted by its λ_c)."""
-    corpus, members, head, lams = run.corpus, run.members, run.head, run.lams
+    members, head, lams = run.members, run.head, run.lams
     tok = run.bundle.checkpoint.tokenizer
     model = run.bundle.model
     ids = [run.bundle.checkpoint.start_id, *tok.encode(prompt, add_special_tokens=False).ids]
@@ -106,29 +129,15 @@ def next_words(
     row, h = rows[0], hidden[0]
     spelling = members.spelling(prompt[-1] if prompt else None)
     log_event = member_events(model, ids, members, spelling, row, beam)
-    # the micro-models at the prompt's end: the prompt prepared as the corpus was, with a
-    # placeholder word for the next slot (its conversion target: the quantity pending before
-    # it, as nslm.generation.prompts gives the LSTM's slot)
-    text = prepare_text(corpus, prompt + " x", name="prompt", source="<prompt>")
-    split = text.split
-    at = max(i for i, t in enumerate(text.strings) if t not in EOS_TOKENS)
-    unit_map = unit_map_from_json(corpus.meta.get("unit_map", {}))
-    split.convert_targets[at] = pending_conversion(list(text.strings[:at]), unit_map)
-    slot = np.array([at])
     class_names = run.class_names
     head_lp = head.log_probs(h[None, :].astype(np.float32))[0]
-    parts: dict[str, np.ndarray] = {}
-    gate = 0.0
-    for name, model_c in run.models.items():
-        lam = float(lams.get(name, 0.0))
-        c = class_names.index(name)
-        gate += lam * float(np.exp(head_lp[c]))
-        if lam <= 0:
-            continue
-        ctx = model_c.cls.context(split, slot, model_c.context)
-        states = h[None, :] if getattr(model_c, "needs_features", False) else None
-        log_mm = model_c.log_prob(ctx, states)[0]
-        parts[name] = np.log(lam) + head_lp[c] + log_mm
+    gate = sum(
+        float(lams.get(n, 0.0)) * float(np.exp(head_lp[class_names.index(n)])) for n in run.models
+    )
+    parts = {
+        name: np.log(lams[name]) + head_lp[class_names.index(name)] + log_mm
+        for name, log_mm in micro_at_end(run, prompt, h).items()
+    }
     words: dict[str, Word] = {}
     for w, text_w in enumerate(members.strings):
         pieces = {}

@@ -1,0 +1,191 @@
+"""Sampling from the Transformer with micro-models, token by token.
+
+The mixture of :mod:`nslm.transformer.mixture` is a distribution over the Transformer's
+next token at every step of its walk over the members' trie, :func:`~nslm.transformer.
+mixture.node_distribution`; :class:`MixtureStepper` keeps that walk's state as tokens are
+drawn (or forced: :meth:`MixtureStepper.advance` takes any token) and gives the next
+token's distribution. At a root it reads the class head's P(c | h) and each micro-model at
+the text so far (:func:`~nslm.transformer.predict.micro_at_end`); while the tokens stay on
+the trie it carries the root's Q(w) and 1 − G; where a member's word may end, the next
+root's distribution is computed at the same state, with that member as the word before.
+
+A generated text is therefore a sample of the same distribution that ``nslm eval RUN
+--text`` scores, and ``temperature``, ``top_k`` and ``top_p`` filter it token by token, as
+they filter an LSTM NSLM's marginal over words (:mod:`nslm.generation.nslm_sampling`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from nslm.generation.sampling import Sampler
+from nslm.transformer.candidates import Spelling
+from nslm.transformer.mixture import _ends_word, node_distribution
+from nslm.transformer.predict import micro_at_end
+from nslm.transformer.run import TransformerRun
+from nslm.transformer.scoring import combine, gate
+
+
+@dataclass
+class Root:
+    """A root of the walk: the spelling its members use, log(1 − G) and log Q(w) there,
+    and the member whose word ended right before it (None: no member)."""
+
+    spelling: Spelling
+    log_keep: float
+    log_q: np.ndarray
+    after: tuple[Spelling, int] | None = None
+
+
+class MixtureStepper:
+    """The walk of the mixture over a growing text: ``distribution()`` is the next token's
+    log-distribution over the Transformer's vocabulary; ``advance(token)`` appends a token."""
+
+    def __init__(self, run: TransformerRun, prompt: str = "", *, micro: bool = True) -> None:
+        self.run = run
+        self.lams = run.lams if micro else {}
+        tokenizer = run.bundle.checkpoint.tokenizer
+        self.ids = [run.bundle.checkpoint.start_id]
+        self.ids += tokenizer.encode(prompt, add_special_tokens=False).ids
+        self.text = prompt
+        self.root: Root | None = None  # None: the next token starts a new root
+        self.seq: list[int] = []  # the tokens since the root (on the trie)
+        self.prefix = 0.0  # log P_T of those tokens
+        self._step: tuple[np.ndarray, np.ndarray, Root | None] | None = None
+        self._cache, self._read = None, 0  # the Transformer's keys and values, tokens read
+
+    def _state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Transformer's log-distribution of the next token and its state h, over the
+        last ``window`` tokens; h rounded to float16, as the scoring pass keeps it
+        (:class:`nslm.transformer.backbone.Scores`), so that a sampled text's scores are
+        those it was drawn with. The keys and values of the tokens read so far are kept, so
+        a step reads only the new tokens until the text outgrows the window, from where each
+        step reads the last ``window`` tokens afresh."""
+        import torch
+
+        window, model = self.run.bundle.window, self.run.bundle.model
+        if len(self.ids) > window or self._cache is None:
+            self._cache, self._read = None, max(0, len(self.ids) - window)
+        new = torch.as_tensor([self.ids[self._read :]])
+        with torch.inference_mode():
+            out = model.model(input_ids=new, cache=self._cache, use_cache=True)
+            h = out.last_hidden_state[0, -1]
+            row = model.lm_head(h).double().log_softmax(-1).numpy()
+        self._cache, self._read = out.cache, len(self.ids)
+        return row, h.float().numpy().astype(np.float16).astype(np.float32)
+
+    def _root_here(self, h: np.ndarray, after: tuple[Spelling, int] | None) -> Root:
+        run = self.run
+        spelling = run.members.spelling(self.text[-1] if self.text else None)
+        head_lp = run.head.log_probs(h[None, :])
+        log_mm = micro_at_end(run, self.text, h) if self.lams else {}
+        log_q = combine(run.members, run.class_names, head_lp, log_mm, self.lams)[0]
+        with np.errstate(divide="ignore"):
+            log_gate = float(gate(head_lp, run.class_names, self.lams)[0]) if self.lams else -np.inf
+        return Root(spelling, float(np.log1p(-np.exp(log_gate))), log_q, after)
+
+    def _ending(self) -> int | None:
+        """The member whose tokens the walk has just completed (its word may end here)."""
+        if self.root is None or not self.seq:
+            return None
+        spelling, depth = self.root.spelling, len(self.seq)
+        done = np.flatnonzero((self._match() >= depth) & (spelling.lengths == depth))
+        return int(done[0]) if len(done) else None
+
+    def _match(self) -> np.ndarray:
+        return self.root.spelling.matches(np.asarray(self.seq, dtype=np.int64))
+
+    def distribution(self) -> np.ndarray:
+        """log P(next token) under the mixture (the Transformer's alone with ``micro=False``)."""
+        row, h = self._state()
+        if self.root is None:
+            self.root = self._root_here(h, None)
+        root, depth = self.root, len(self.seq)
+        match = self._match() if depth else np.zeros(len(self.run.members.strings), np.int64)
+        ending, following, nxt = self._ending(), None, None
+        if ending is not None:
+            nxt = self._root_here(h, (root.spelling, ending))
+            none = np.zeros_like(match)
+            following = node_distribution(
+                row,
+                self.run.members,
+                nxt.spelling,
+                none,
+                0,
+                0.0,
+                nxt.log_keep,
+                nxt.log_q,
+                nxt.after,
+            )
+        self._step = (row, h, nxt)
+        return node_distribution(
+            row,
+            self.run.members,
+            root.spelling,
+            match,
+            depth,
+            self.prefix,
+            root.log_keep,
+            root.log_q,
+            root.after,
+            following,
+        )
+
+    def advance(self, token: int) -> None:
+        """Append ``token`` (after :meth:`distribution`) and move the walk as
+        :func:`nslm.transformer.mixture.walk` would over the text."""
+        if self._step is None:
+            self.distribution()
+        row, _, nxt = self._step
+        members = self.run.members
+        ending = self._ending()
+        if ending is not None and _ends_word(members, self.root.spelling, ending, token):
+            self.root, self.seq, self.prefix = nxt, [], 0.0  # the token starts the next root
+        spelling, depth = self.root.spelling, len(self.seq)
+        if depth == 0:
+            on = token in set(spelling.first.tolist())
+        else:
+            on = bool(((self._match() >= depth) & (spelling.tokens[:, depth] == token)).any())
+        if on:
+            self.seq.append(token)
+            self.prefix += float(row[token])
+        else:  # the text leaves the trie: "no member", and the next token is a new root
+            self.root, self.seq, self.prefix = None, [], 0.0
+        self.ids.append(token)
+        self.text = self.run.bundle.checkpoint.tokenizer.decode(
+            self.ids[1:], skip_special_tokens=False
+        )
+        self._step = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A generated continuation: its text, its Transformer tokens and the log-probability
+    of each under the distribution it was drawn from (before sampling's filters)."""
+
+    text: str
+    tokens: tuple[int, ...]
+    log_probs: np.ndarray
+
+
+def generate(
+    run: TransformerRun, prompt: str, max_tokens: int, sampler: Sampler, *, micro: bool = True
+) -> Sample:
+    """Up to ``max_tokens`` Transformer tokens after ``prompt``, drawn from the mixture
+    (``micro=False``: from the Transformer alone); a document boundary ends the text."""
+    stepper = MixtureStepper(run, prompt, micro=micro)
+    start = len(stepper.ids)
+    stop = run.bundle.checkpoint.start_id
+    log_probs = []
+    for _ in range(max_tokens):
+        dist = stepper.distribution()
+        token = sampler.sample(dist, log_space=True)
+        if token == stop:
+            break
+        log_probs.append(float(dist[token]))
+        stepper.advance(token)
+    tokens = tuple(stepper.ids[start:])
+    text = run.bundle.checkpoint.tokenizer.decode(list(tokens), skip_special_tokens=False)
+    return Sample(text, tokens, np.asarray(log_probs))
