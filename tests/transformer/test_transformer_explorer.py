@@ -1,6 +1,6 @@
 """The explorer on a Transformer run, in a real browser (Playwright driving Debian's chromium):
 the next words of the Transformer and of the mixture and the micro-models' share of the next
-word; no generation panel. Skipped where chromium or Playwright is missing, except under CI."""
+word; a continuation sampled from the mixture. Skipped where chromium or Playwright is missing, except under CI."""
 
 from __future__ import annotations
 
@@ -30,7 +30,13 @@ def test_next_words_of_both_models(tmp_path: Path, wt2_all) -> None:
     fit_transformer_run(run_dir, {"train": 600, "valid": 300}, progress=False)
     with served(run_dir) as url, browser_page() as page:
         page.goto(url)
-        assert page.locator("#generate-panel").is_hidden()
+        assert page.locator("#generate-panel").is_visible()
+        assert page.locator("#gen-tokens").is_hidden()  # a Transformer run writes plain text
+        page.fill("#gen-prompt", "In 1990,")
+        page.fill("#gen-max", "5")
+        page.click("#generate-btn")
+        page.wait_for_selector("#generate-out p.continuation")
+        assert page.locator("#generate-out").inner_text().startswith("In 1990,")
         page.fill("#prompt", "The war began in 1914, and ended in")
         page.fill("#k", "4")
         page.click("#predict-btn")

@@ -111,7 +111,8 @@ function marked(t) {  // a generated token's piece of the text, a class token ma
 async function generate() {
   const out = $("generate-out");
   const data = await call("generate", {prompt: $("gen-prompt").value, max_tokens: +$("gen-max").value,
-    input_format: $("input-format").value, output_format: $("gen-tokens").checked ? "tokenized" : "plain",
+    input_format: $("input-format").value,
+    output_format: $("gen-tokens").checked && kind() !== "transformer" ? "tokenized" : "plain",
     ...sampling("gen-")}, out);
   if (!data) return;
   if (kind() === "word-pos") {  // word/TAG pairs
@@ -146,6 +147,7 @@ function showPanels() {
   const r = RUNS.find((x) => x.name === run());
   $("predict-panel").hidden = !r.can.predict;
   $("generate-panel").hidden = !r.can.generate;
+  $("gen-tokens").parentElement.hidden = r.kind === "transformer";  // plain text only
   $("bytes-panel").hidden = !r.can.neurons;
   $("sentiment-panel").hidden = !r.can.sentiment;
 }
