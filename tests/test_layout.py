@@ -85,6 +85,7 @@ SYSTEM_STAGES = {
     "transformer.fit": 7,
     "transformer.tables": 8,
     "transformer.predict": 8,
+    "transformer.generate": 8,
     "transformer.commands": 8,
 }
 STAGES.update(SYSTEM_STAGES)
