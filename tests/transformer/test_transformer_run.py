@@ -316,6 +316,7 @@ def check_generation(run) -> None:
         for token in first:
             dist = stepper.distribution()
             assert abs(np.exp(dist).sum() - 1.0) < 1e-9
+            assert stepper.distribution() is dist  # asked twice: the same step
             got.append(dist[token])
             stepper.advance(int(token))
         assert np.abs(np.array(got) - want[: len(first)]).max() < 1e-4, micro

@@ -53,7 +53,8 @@ class MixtureStepper:
         self.root: Root | None = None  # None: the next token starts a new root
         self.seq: list[int] = []  # the tokens since the root (on the trie)
         self.prefix = 0.0  # log P_T of those tokens
-        self._step: tuple[np.ndarray, np.ndarray, Root | None] | None = None
+        # this step's Transformer row, the next root (where a word may end) and distribution
+        self._step: tuple[np.ndarray, Root | None, np.ndarray] | None = None
         self._cache, self._read = None, 0  # the Transformer's keys and values, tokens read
 
     def _state(self) -> tuple[np.ndarray, np.ndarray]:
@@ -99,6 +100,8 @@ class MixtureStepper:
 
     def distribution(self) -> np.ndarray:
         """log P(next token) under the mixture (the Transformer's alone with ``micro=False``)."""
+        if self._step is not None:  # asked again before a token was appended
+            return self._step[2]
         row, h = self._state()
         if self.root is None:
             self.root = self._root_here(h, None)
@@ -119,8 +122,7 @@ class MixtureStepper:
                 nxt.log_q,
                 nxt.after,
             )
-        self._step = (row, h, nxt)
-        return node_distribution(
+        dist = node_distribution(
             row,
             self.run.members,
             root.spelling,
@@ -132,13 +134,15 @@ class MixtureStepper:
             root.after,
             following,
         )
+        self._step = (row, nxt, dist)
+        return dist
 
     def advance(self, token: int) -> None:
         """Append ``token`` (after :meth:`distribution`) and move the walk as
         :func:`nslm.transformer.mixture.walk` would over the text."""
         if self._step is None:
             self.distribution()
-        row, _, nxt = self._step
+        row, nxt, _ = self._step
         members = self.run.members
         ending = self._ending()
         if ending is not None and _ends_word(members, self.root.spelling, ending, token):
