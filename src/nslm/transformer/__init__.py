@@ -21,5 +21,8 @@ Reading order, each module at the stage of what it does:
 - ``fit`` (training): micro.json, the class head and λ_c into the run;
 - ``tables`` (evaluation): bits per byte overall and per class, word perplexity;
 - ``predict`` (generation): the next words after a prompt, with the class × micro-model
-  breakdown.
+  breakdown;
+- ``generate`` (generation): text sampled from the mixture, token by token;
+- ``commands`` (generation): what the commands call: fit a run, open it (its micro-models
+  alone for ``nslm micro plot``), predict, evaluate a text.
 """
