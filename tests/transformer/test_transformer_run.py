@@ -295,35 +295,53 @@ def test_fit_open_predict_generate_and_eval_a_tiny_run(tmp_path, wt2_all, capsys
 
 
 def check_generation(run) -> None:
-    """Generation walks the mixture that scoring walks: forced along a real text, the
-    stepper's distribution sums to one at every token and gives each token the probability
-    the scoring pass gives it (float16 states: 1e-4); a seed fixes a draw; without the
+    """Generation walks the mixture that scoring walks: forced along a real text longer than
+    the run's window (the pass reads it in two windows), the stepper's distribution sums to
+    one at every token and gives each token the probability the scoring pass gives it
+    (float16 states: 1e-4), through words that end where the next root's members begin, and
+    along the longest member followed by a letter; a seed fixes a draw; without the
     micro-models it is the Transformer's own distribution."""
     import dataclasses
 
     from nslm.generation.sampling import Sampler, SamplingConfig
-    from nslm.transformer.commands import mixture_parts
-    from nslm.transformer.generate import MixtureStepper, generate
+    from nslm.transformer.generate import generate
 
     run = dataclasses.replace(run, lams={"year": 0.9, "city": 0.5})
-    parts = mixture_parts(run, PLAIN)
-    first = parts.text_pass.ids[: run.bundle.stride]  # read as the pass's first window does
+    assert forced_walk(run, PLAIN, longer_than_window=True) > 0
+    spaced = run.members.spaced
+    longest = run.members.strings[int(np.argmax(spaced.lengths))]
+    forced_walk(run, f"It was in {longest}s and more.\n")  # no token after the trie's end
+    draw = generate(run, "The war began in", 12, Sampler(SamplingConfig(), seed=5))
+    again = generate(run, "The war began in", 12, Sampler(SamplingConfig(), seed=5))
+    assert draw.text == again.text and len(draw.tokens) == len(draw.log_probs) > 0
+    assert np.all(draw.log_probs <= 0)
+
+
+def forced_walk(run, text: str, longer_than_window: bool = False) -> int:
+    """Force a stepper along ``text`` with and without the micro-models, checked against the
+    scoring pass; returns how often a word ended on a token that began a member."""
+    from nslm.transformer.commands import mixture_parts
+    from nslm.transformer.generate import MixtureStepper
+
+    parts = mixture_parts(run, text)
+    ids = parts.text_pass.ids
+    assert (len(ids) > run.bundle.window) == longer_than_window
     mixed, alone = parts.score(run.lams).log_probs, parts.score(None).log_probs
-    assert not np.allclose(mixed[: len(first)], alone[: len(first)])
+    assert not np.allclose(mixed, alone)
+    word_then_member = 0
     for micro, want in ((True, mixed), (False, alone)):
         stepper = MixtureStepper(run, micro=micro)
         got = []
-        for token in first:
+        for token in ids:
             dist = stepper.distribution()
             assert abs(np.exp(dist).sum() - 1.0) < 1e-9
             assert stepper.distribution() is dist  # asked twice: the same step
             got.append(dist[token])
             stepper.advance(int(token))
-        assert np.abs(np.array(got) - want[: len(first)]).max() < 1e-4, micro
-    draw = generate(run, "The war began in", 12, Sampler(SamplingConfig(), seed=5))
-    again = generate(run, "The war began in", 12, Sampler(SamplingConfig(), seed=5))
-    assert draw.text == again.text and len(draw.tokens) == len(draw.log_probs) > 0
-    assert np.all(draw.log_probs <= 0)
+            root = stepper.root  # a word ended and its token began the next root's member
+            word_then_member += root is not None and root.after is not None and stepper.seq != []
+        assert np.abs(np.array(got) - want).max() < 1e-4, micro
+    return word_then_member
 
 
 def test_nslm_train_fits_a_transformer_config(tmp_path, wt2_all) -> None:

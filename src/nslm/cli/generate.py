@@ -128,7 +128,7 @@ def generate_command(
             "--html": html_out is not None,
             "--ablate/--clamp/--steer": wants_intervention(intervene),
             "--micro": micro_kind != "auto",
-            "--open-vocab": open_vocab,
+            "--open-vocab/--closed-vocab": open_vocab is not None,
             "--input-format tokenized": input_format != "plain",
             "--output-format tokenized": output_format != "plain",
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from nslm.cli.options import (
 )
 from nslm.data.prepare import prepare_corpus
 from nslm.errors import NslmError
+
+if TYPE_CHECKING:
+    from nslm.runs.kinds import RunRef
 
 
 @click.command("plot")
@@ -43,7 +47,7 @@ from nslm.errors import NslmError
 )
 @out_dir_option("Directory for the PNG files [RUN/plots with RUN].")
 def plot(
-    run: Path | None,
+    run: RunRef | None,
     corpus: str | None,
     classes: str | None,
     only: tuple[str, ...],
@@ -93,7 +97,9 @@ def plot(
         click.echo(str(path))
 
 
-def _plot_run(run, micro_path: Path | None, only: list[str] | None, out: Path | None) -> None:
+def _plot_run(
+    run: RunRef, micro_path: Path | None, only: list[str] | None, out: Path | None
+) -> None:
     """``nslm micro plot RUN``: each selected PDF of RUN/micro.json over its training histogram
     (a Transformer run's micro.json is fitted on its corpus alone, as a word run's)."""
     from nslm.micro.plot import plot_model

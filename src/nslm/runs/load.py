@@ -64,8 +64,8 @@ def load_run(run_dir: Path | str, corpus=None, *, weights: Path | str | None = N
 
     if locate_run(run_dir).kind == "transformer":
         raise NslmError(
-            f"{run_dir} is a Transformer run: 'nslm predict', 'eval --text', 'report', "
-            "'serve' and 'micro plot' read it (docs/transformer.md)"
+            f"{run_dir} is a Transformer run: 'nslm predict', 'generate', 'eval --text', "
+            "'report', 'serve' and 'micro plot' read it (docs/transformer.md)"
         )
     cfg = read_config_json(run_dir / "config.json")
     if corpus is None:

@@ -53,22 +53,33 @@ class MixtureStepper:
         self.root: Root | None = None  # None: the next token starts a new root
         self.seq: list[int] = []  # the tokens since the root (on the trie)
         self.prefix = 0.0  # log P_T of those tokens
-        # this step's Transformer row, the next root (where a word may end) and distribution
-        self._step: tuple[np.ndarray, Root | None, np.ndarray] | None = None
-        self._cache, self._read = None, 0  # the Transformer's keys and values, tokens read
+        # this step's Transformer row, the member that may end here and the root after it,
+        # and the distribution
+        self._step: tuple[np.ndarray, int | None, Root | None, np.ndarray] | None = None
+        # the Transformer's keys and values, the window's start in ids and how far it is read
+        self._cache, self._start, self._read = None, 0, 0
+
+    def _window_start(self) -> int:
+        """Where the scoring pass's window that predicts the next token starts in the ids
+        (:func:`nslm.transformer.backbone.windows`: target k, the token after ids[k], is
+        read in the first window while k < window − 1, then in window j ≥ 1 from j·stride
+        for (j − 1)·stride + window − 1 ≤ k)."""
+        window, stride = self.run.bundle.window, self.run.bundle.stride
+        target = len(self.ids) - 1
+        return 0 if target < window - 1 else ((target - window + 1) // stride + 1) * stride
 
     def _state(self) -> tuple[np.ndarray, np.ndarray]:
-        """The Transformer's log-distribution of the next token and its state h, over the
-        last ``window`` tokens; h rounded to float16, as the scoring pass keeps it
+        """The Transformer's log-distribution of the next token and its state h, read in the
+        scoring pass's windows, h rounded to float16 as that pass keeps it
         (:class:`nslm.transformer.backbone.Scores`), so that a sampled text's scores are
-        those it was drawn with. The keys and values of the tokens read so far are kept, so
-        a step reads only the new tokens until the text outgrows the window, from where each
-        step reads the last ``window`` tokens afresh."""
+        those it was drawn with. The keys and values of the window's tokens read so far are
+        kept: a step reads its new token only, and a new window its tokens afresh."""
         import torch
 
-        window, model = self.run.bundle.window, self.run.bundle.model
-        if len(self.ids) > window or self._cache is None:
-            self._cache, self._read = None, max(0, len(self.ids) - window)
+        model = self.run.bundle.model
+        start = self._window_start()
+        if start != self._start or self._cache is None:
+            self._cache, self._start, self._read = None, start, start
         new = torch.as_tensor([self.ids[self._read :]])
         with torch.inference_mode():
             out = model.model(input_ids=new, cache=self._cache, use_cache=True)
@@ -87,27 +98,23 @@ class MixtureStepper:
             log_gate = float(gate(head_lp, run.class_names, self.lams)[0]) if self.lams else -np.inf
         return Root(spelling, float(np.log1p(-np.exp(log_gate))), log_q, after)
 
-    def _ending(self) -> int | None:
-        """The member whose tokens the walk has just completed (its word may end here)."""
-        if self.root is None or not self.seq:
-            return None
-        spelling, depth = self.root.spelling, len(self.seq)
-        done = np.flatnonzero((self._match() >= depth) & (spelling.lengths == depth))
-        return int(done[0]) if len(done) else None
-
-    def _match(self) -> np.ndarray:
-        return self.root.spelling.matches(np.asarray(self.seq, dtype=np.int64))
+    def _matched(self, tokens: list[int]) -> np.ndarray:
+        """Per member of the root's spelling: how many leading tokens of ``tokens`` match."""
+        return self.root.spelling.matches(np.asarray(tokens, dtype=np.int64))
 
     def distribution(self) -> np.ndarray:
         """log P(next token) under the mixture (the Transformer's alone with ``micro=False``)."""
         if self._step is not None:  # asked again before a token was appended
-            return self._step[2]
+            return self._step[3]
         row, h = self._state()
         if self.root is None:
             self.root = self._root_here(h, None)
         root, depth = self.root, len(self.seq)
-        match = self._match() if depth else np.zeros(len(self.run.members.strings), np.int64)
-        ending, following, nxt = self._ending(), None, None
+        match = self._matched(self.seq) if depth else np.zeros(len(root.log_q), np.int64)
+        # a member whose tokens the walk has just completed: its word may end here
+        done = np.flatnonzero((match >= depth) & (root.spelling.lengths == depth)) if depth else ()
+        ending = int(done[0]) if len(done) else None
+        following, nxt = None, None
         if ending is not None:
             nxt = self._root_here(h, (root.spelling, ending))
             none = np.zeros_like(match)
@@ -134,7 +141,7 @@ class MixtureStepper:
             root.after,
             following,
         )
-        self._step = (row, nxt, dist)
+        self._step = (row, ending, nxt, dist)
         return dist
 
     def advance(self, token: int) -> None:
@@ -142,17 +149,10 @@ class MixtureStepper:
         :func:`nslm.transformer.mixture.walk` would over the text."""
         if self._step is None:
             self.distribution()
-        row, nxt, _ = self._step
-        members = self.run.members
-        ending = self._ending()
-        if ending is not None and _ends_word(members, self.root.spelling, ending, token):
+        row, ending, nxt, _ = self._step
+        if ending is not None and _ends_word(self.run.members, self.root.spelling, ending, token):
             self.root, self.seq, self.prefix = nxt, [], 0.0  # the token starts the next root
-        spelling, depth = self.root.spelling, len(self.seq)
-        if depth == 0:
-            on = token in set(spelling.first.tolist())
-        else:
-            on = bool(((self._match() >= depth) & (spelling.tokens[:, depth] == token)).any())
-        if on:
+        if (self._matched([*self.seq, token]) > len(self.seq)).any():  # still on the trie
             self.seq.append(token)
             self.prefix += float(row[token])
         else:  # the text leaves the trie: "no member", and the next token is a new root
