@@ -217,27 +217,13 @@ class RunView:
                 from nslm.transformer.generate import generate as sample_mixture
 
                 text = sample_mixture(self.loaded, prompt, max_tokens, sampler).text
-                return {
-                    "prompt": prompt,
-                    "read_as": [],
-                    "prompt_text": prompt,
-                    "text": prompt + text,
-                    "output_format": output_format,
-                    "tokens": [{"token": text, "class": None, "display": text}],
-                }
+                return _one_piece(prompt, text, output_format)
             if self.kind == "byte":
                 from nslm.byte_lm.generation import generate_bytes
 
                 data = generate_bytes(self.loaded, prompt.encode("utf-8"), max_tokens, sampler)
                 text = data.decode("utf-8", errors="replace")
-                return {
-                    "prompt": prompt,
-                    "read_as": [],
-                    "prompt_text": prompt,
-                    "text": prompt + text,
-                    "output_format": output_format,
-                    "tokens": [{"token": text, "class": None, "display": text}],
-                }
+                return _one_piece(prompt, text, output_format)
             if self.kind == "word-pos":
                 from nslm.word_pos.generation import generate_word_pos
 
@@ -383,3 +369,16 @@ class RunView:
             "neuron_label": "positive" if neuron.predict(X)[0] == 1 else "negative",
             "neuron_test_acc": s["neuron_test_acc"],
         }
+
+
+def _one_piece(prompt: str, text: str, output_format: str) -> dict[str, Any]:
+    """``generate``'s answer for a continuation drawn as plain text (a byte LM's bytes, a
+    Transformer run's tokens): the prompt as given and the continuation as one piece."""
+    return {
+        "prompt": prompt,
+        "read_as": [],
+        "prompt_text": prompt,
+        "text": prompt + text,
+        "output_format": output_format,
+        "tokens": [{"token": text, "class": None, "display": text}],
+    }

@@ -27,6 +27,7 @@ from nslm.data.text import EOS_TOKENS
 from nslm.transformer.candidates import Members
 from nslm.transformer.mixture import _log1m, _lse
 from nslm.transformer.run import TransformerRun
+from nslm.transformer.scoring import gate as log_gate
 
 
 @dataclass
@@ -131,9 +132,7 @@ def next_words(
     log_event = member_events(model, ids, members, spelling, row, beam)
     class_names = run.class_names
     head_lp = head.log_probs(h[None, :].astype(np.float32))[0]
-    gate = sum(
-        float(lams.get(n, 0.0)) * float(np.exp(head_lp[class_names.index(n)])) for n in run.models
-    )
+    gate = float(np.exp(log_gate(head_lp[None, :], class_names, lams)[0]))
     parts = {
         name: np.log(lams[name]) + head_lp[class_names.index(name)] + log_mm
         for name, log_mm in micro_at_end(run, prompt, h).items()
