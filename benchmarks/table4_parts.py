@@ -17,9 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from nslm.batches.streams import make_streams
+from nslm.data.conllu import conllu_text
 from nslm.data.fixed_vocab import TextSplit, prepare_text_file
 from nslm.data.locate import locate_corpus
 from nslm.data.numbers import number_value
+from nslm.data.textfile import read_text
 from nslm.numerals.scoring import numeral_positions_of
 from nslm.numerals.value_metrics import value_metrics
 from nslm.perplexity import perplexity
@@ -28,7 +30,7 @@ from nslm.runs.open import open_run
 from nslm.scores.mixture import ensemble_log_probs, tune_lambda
 from nslm.scores.passes import head_of
 from table4_train import BUDGETS, SEEDED_ROWS, SEEDS, jobs
-from text import DATA, read_conllu
+from text import DATA
 
 TEXTS = ("valid", "test")
 CONVENTIONS = ("proper", "adjusted")
@@ -50,9 +52,10 @@ CACHE_VERSION = 1
 
 
 def ewt_text() -> str:
-    """UD English EWT test's ``# text =`` lines, one sentence a line: plain text."""
-    sentences = read_conllu(DATA / "ud-english-ewt" / "test.conllu.xz")
-    return "\n".join(text for text, _ in sentences) + "\n"
+    """UD English EWT test's ``# text =`` lines, one sentence a line, a form feed between its
+    316 documents (``# newdoc``): plain text, scored document by document."""
+    path = DATA / "ud-english-ewt" / "test.conllu.xz"
+    return conllu_text(read_text(path), str(path))
 
 
 # -- the runs ---------------------------------------------------------------------------

@@ -27,13 +27,28 @@ The runs go one at a time, in the order of ``jobs()``: a finished run (results.j
 skipped, a started one resumes from its last checkpoint (``nslm train --resume``), so the
 script can be stopped and started again across sessions. Each run logs to RUN.log beside
 it. ``--fit-only`` trains nothing and fits the finished NNLM/HNLM runs that lack fits.
+
+``--budgets converged`` trains Table 4 to convergence (``converged/ROW-seed1``): the
+NNLM/HNLM run and the softmax, d-RNN and combination numeral models, each for at most
+``CONVERGED_STEPS`` (4 × the large budget, ≈ 63 M tokens, the cosine schedule over them),
+stopped early when valid Numbers perplexity has not improved for ``PATIENCE`` epochs
+(``early_stopping_on = "numbers"``; the best weights by it are kept). The NNLM/HNLM run goes
+first; before each numeral model trains, its matched tuning sweep (``TUNING``: learning
+rate × dropout, and the d-RNN's ``digit_size`` at the chosen pair) runs at the small budget
+(``tuning/ROW/CELL``), and the cell with the lowest valid Numbers perplexity sets that
+model's values at convergence. A choice at an edge of its grid widens the grid by one step
+that way (up to ``MAX_WIDENINGS`` times) before it is used. These runs take one process of
+one thread each (``processes=1``: the same streams and steps as two, so the machine keeps
+a core for other work); training resumes across sessions as the budgets' runs do.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import json
+import math
 import re
 import subprocess
 import sys
@@ -60,6 +75,17 @@ ROWS = (
 SEEDED_ROWS = ("nnlm", "softmax", "h-softmax-rnn", "d-rnn")  # seeds 1–3 at the small budget
 SEEDS = (1, 2, 3)
 FIT_TIMES = "fit_times.json"
+CONVERGED_STEPS = 16 * 1_429  # 4 × the large budget: ≈ 63 M tokens
+PATIENCE = 3  # epochs (≈ 2.08 M tokens each) without a new best valid Numbers perplexity
+CONVERGED_ROWS = ("nnlm", "softmax", "d-rnn", "combination")
+MAX_WIDENINGS = 2
+# The numeral models' matched tuning, at the small budget, on valid Numbers perplexity: the
+# NNLM's own lr and dropout were chosen by sweeps of this size (configs/table4.toml).
+TUNING = {
+    "lr": (2e-3, 4e-3, 8e-3),
+    "dropout": (0.1, 0.25, 0.4),
+    "digit_size": (32, 64, 128),  # d-RNN only, at its chosen lr and dropout
+}
 
 
 @dataclass(frozen=True)
@@ -94,9 +120,14 @@ FITS = (
 
 @dataclass(frozen=True)
 class Job:
+    """One training run: a Table 4 row at a budget (``converged`` or a key of ``BUDGETS``),
+    or a tuning cell (``cell`` names it; ``values`` are its config overrides)."""
+
     budget: str
     row: str
     seed: int
+    values: tuple[tuple[str, object], ...] = ()
+    cell: str = ""
 
     @property
     def config(self) -> Path:
@@ -104,16 +135,23 @@ class Job:
         return ROOT / "configs" / name
 
     def run_dir(self, runs: Path) -> Path:
+        if self.cell:
+            return runs / "tuning" / self.row / self.cell
         return runs / self.budget / f"{self.row}-seed{self.seed}"
 
     def overrides(self) -> list[str]:
+        steps = CONVERGED_STEPS if self.budget == "converged" else BUDGETS[self.budget]
         sets = [
             "max_minutes=0",
-            f"max_steps={BUDGETS[self.budget]}",
+            f"max_steps={steps}",
             f"seed={self.seed}",
             f"keep_weights_every={KEEP_EVERY}",
             "progress=false",
         ]
+        if self.budget == "converged" or self.cell:
+            sets += ["early_stopping_on=numbers", f"patience={PATIENCE}", "processes=1"]
+            sets += ["threads=1"]
+        sets += [f"{key}={value}" for key, value in self.values]
         return [word for s in sets for word in ("--set", s)]
 
 
@@ -200,34 +238,146 @@ def fit_all(run: Path, dry_run: bool) -> None:
             fit_run(run, fit)
 
 
+def train(job: Job, runs: Path, dry_run: bool) -> bool:
+    """Train ``job`` unless it has finished; True when its results.json is there."""
+    run = job.run_dir(runs)
+    if (run / "results.json").is_file():
+        print(f"done: {run}", flush=True)
+        return True
+    argv = command(job, runs)
+    print(" ".join(argv[1:]), flush=True)
+    if dry_run:
+        return False
+    run.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with log_of(run).open("a", encoding="utf-8") as handle:
+        code = subprocess.call(argv, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
+    print(f"  exit {code} after {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
+    if code != 0:
+        sys.exit(f"{run}: nslm train failed (exit {code}); see {log_of(run)}")
+    return True
+
+
+def valid_numbers_ppl(run: Path) -> float:
+    """The lowest valid Numbers perplexity a finished run recorded (metrics.jsonl): the
+    numeral head's perplexity at the number positions, which ranks a model's weights as its
+    proper Numbers perplexity does (the spelling of <unk_num> adds the same for every cell)."""
+    figures = []
+    for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        for key, value in record.items():
+            if record.get("event") == "valid" and key.startswith("valid_ppl_numbers_"):
+                figures.append(value)
+    if not figures:
+        raise SystemExit(f"{run}: metrics.jsonl records no valid Numbers perplexity")
+    return min(figures)
+
+
+def cell_name(values: dict[str, object]) -> str:
+    return "-".join(f"{key}{value:g}" for key, value in values.items())
+
+
+def widened(grid: tuple, chosen: object, key: str) -> tuple | None:
+    """``grid`` one step wider past ``chosen`` when it is at an edge, else None."""
+    values = sorted(grid)
+    if chosen not in (values[0], values[-1]):
+        return None
+    low = chosen == values[0]
+    if key == "lr":
+        new = chosen / 2 if low else chosen * 2
+    elif key == "dropout":
+        new = round(chosen - 0.15, 2) if low else round(chosen + 0.15, 2)
+        if not 0.0 <= new <= 0.7:
+            return None  # the range's own end: no wider grid to try
+    else:
+        new = chosen // 2 if low else chosen * 2
+    return tuple(sorted({*values, new}))
+
+
+def sweep(row: str, runs: Path, grids: dict[str, tuple], fixed: dict, dry_run: bool) -> dict:
+    """Every cell of ``grids`` (× ``fixed``) at the small budget, widened at a chosen edge.
+
+    Returns {"grid", "cells": {name: figure}, "choice", "widened"}; "choice" is None while
+    cells are untrained (a dry run)."""
+    widenings: list[str] = []
+    while True:
+        cells = {}
+        for combo in itertools.product(*grids.values()):
+            values = {**fixed, **dict(zip(grids, combo, strict=True))}
+            job = Job("small", row, 1, tuple(values.items()), cell_name(values))
+            if train(job, runs, dry_run):
+                cells[job.cell] = (values, valid_numbers_ppl(job.run_dir(runs)))
+        total = math.prod(len(g) for g in grids.values())
+        record = {"grid": {k: list(v) for k, v in grids.items()}, "fixed": fixed}
+        record["cells"] = {name: figure for name, (_, figure) in cells.items()}
+        record["widened"] = widenings
+        if len(cells) < total:
+            return {**record, "choice": None}
+        values, _ = min(cells.values(), key=lambda item: item[1])
+        edges = {k: widened(grids[k], values[k], k) for k in grids}
+        edges = {k: g for k, g in edges.items() if g is not None}
+        if not edges or len(widenings) >= MAX_WIDENINGS:
+            at_edge = sorted(edges)
+            return {**record, "choice": {k: values[k] for k in grids}, "at_edge": at_edge}
+        for key, grid in edges.items():
+            widenings.append(f"{key}: {list(grids[key])} -> {list(grid)}")
+            grids = {**grids, key: grid}
+
+
+def tune(row: str, runs: Path, dry_run: bool) -> dict | None:
+    """The matched tuning of numeral model ``row``: lr × dropout, then (d-RNN) digit_size at
+    the chosen pair. Writes runs/tuning/ROW/tuning.json; returns the chosen values, or None
+    while cells are untrained."""
+    base = {k: TUNING[k] for k in ("lr", "dropout")}
+    stages = {"lr_dropout": sweep(row, runs, base, {}, dry_run)}
+    chosen = stages["lr_dropout"]["choice"]
+    if chosen is not None and row == "d-rnn":
+        digits = {"digit_size": TUNING["digit_size"]}
+        stages["digit_size"] = sweep(row, runs, digits, chosen, dry_run)
+        extra = stages["digit_size"]["choice"]
+        chosen = None if extra is None else {**chosen, **extra}
+    if not dry_run:
+        path = runs / "tuning" / row / "tuning.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, {"row": row, "stages": stages, "choice": chosen})
+    return chosen
+
+
+def converge(runs: Path, dry_run: bool) -> None:
+    """The NNLM/HNLM run to convergence (then its fits), then each numeral model after its
+    tuning sweep, at its chosen values."""
+    for row in CONVERGED_ROWS:
+        values: dict = {}
+        if row != "nnlm":
+            chosen = tune(row, runs, dry_run)
+            if chosen is None:
+                print(f"{row}: tuning cells untrained; its converged run waits", flush=True)
+                continue
+            values = chosen
+        job = Job("converged", row, 1, tuple(values.items()))
+        if train(job, runs, dry_run) and row == "nnlm":
+            fit_all(job.run_dir(runs), dry_run)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "table4")
-    parser.add_argument("--budgets", nargs="+", default=list(BUDGETS), choices=list(BUDGETS))
+    choices = [*BUDGETS, "converged"]
+    parser.add_argument("--budgets", nargs="+", default=list(BUDGETS), choices=choices)
     parser.add_argument("--dry-run", action="store_true", help="list the commands only")
     parser.add_argument(
         "--fit-only", action="store_true", help="train nothing: fit the finished NNLM runs"
     )
     args = parser.parse_args()
-    for job in jobs(args.budgets):
+    for job in jobs([b for b in args.budgets if b in BUDGETS]):
         run = job.run_dir(args.runs)
-        if (run / "results.json").is_file():
-            print(f"done: {run}", flush=True)
-        elif args.fit_only:
-            continue
-        else:
-            argv = command(job, args.runs)
-            print(" ".join(argv[1:]), flush=True)
-            if not args.dry_run:
-                run.parent.mkdir(parents=True, exist_ok=True)
-                t0 = time.perf_counter()
-                with log_of(run).open("a", encoding="utf-8") as handle:
-                    code = subprocess.call(argv, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
-                print(f"  exit {code} after {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
-                if code != 0:
-                    sys.exit(f"{run}: nslm train failed (exit {code}); see {log_of(run)}")
-        if job.row == "nnlm":
+        finished = (run / "results.json").is_file()
+        if not args.fit_only:
+            finished = train(job, args.runs, args.dry_run)
+        if job.row == "nnlm" and (finished or args.dry_run):
             fit_all(run, args.dry_run)
+    if "converged" in args.budgets and not args.fit_only:
+        converge(args.runs, args.dry_run)
 
 
 if __name__ == "__main__":

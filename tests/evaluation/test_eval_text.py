@@ -265,3 +265,22 @@ def test_eval_cli_scores_a_text_file_and_another_corpus(
     assert other_tables["tables"]["numbers"]["rows"]["Global"]["NNLM"] > 1
     # both at once is a one-line error
     assert main(["eval", str(run), "--text", str(text), "--corpus", str(other)]) == 2
+
+
+def test_a_conllu_file_is_scored_document_by_document(
+    small: PreparedCorpus, tmp_path: Path
+) -> None:
+    sentence = (
+        "# text = The road was built in {year} near London.\n1\tThe\t_\t_\t_\t_\t_\t_\t_\t_\n\n"
+    )
+    conllu = "".join(f"# newdoc id = d{i}\n" + sentence.format(year=1900 + i) for i in range(3))
+    path = tmp_path / "three.conllu"
+    path.write_text(conllu, encoding="utf-8")
+    got = prepare_text_file(small, path)
+    assert sorted(set(got.split.article_ids.tolist())) == [0, 1, 2]
+    lines = "".join(f"The road was built in {1900 + i} near London.\n" for i in range(3))
+    plain = prepare_text(small, lines)
+    assert set(plain.split.article_ids.tolist()) == {0}  # no break said: one document
+    np.testing.assert_array_equal(got.split.token_ids, plain.split.token_ids)
+    with pytest.raises(NslmError, match="CoNLL-U file is read as plain text"):
+        prepare_text_file(small, path, input_format="tokenized")

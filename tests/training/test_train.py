@@ -435,3 +435,36 @@ def test_weights_are_kept_every_n_steps(tmp_path: Path) -> None:
     at_8 = load_run(tmp_path / "run", weights=found[8]).model.state_dict()
     kept_8 = load_file(found[8])
     assert all(torch.equal(at_8[k].float(), kept_8[k].float()) for k in kept_8)
+
+
+def test_early_stopping_on_numbers_keeps_the_weights_best_at_the_numbers(tmp_path: Path) -> None:
+    """``early_stopping_on = "numbers"``: validation's primary figure is the NNLM's perplexity
+    at the number positions, and model.safetensors holds the weights best by it."""
+    from nslm.data.numbers import number_positions
+    from nslm.perplexity import perplexity
+
+    sets = ["max_steps=30", "eval_every=10", "valid_tokens=3000", "test_tokens=500"]
+    cfg = load_config(TINY, [*sets, "early_stopping_on=numbers", "checkpoint_every=0"])
+    train(cfg, tmp_path / "run")
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    valid = [r for r in records if r.get("event") == "valid"]
+    assert len(valid) == 3 and all("valid_ppl_numbers_nnlm" in r for r in valid)
+    loaded = load_run(tmp_path / "run")
+    split = head_of(loaded.corpus.valid, 3000)
+    at = number_positions(split, loaded.corpus.class_names)
+    assert len(at) > 20
+    scores = Scorer(loaded.model, batch_size=cfg.eval_batch_size, bptt=cfg.bptt).score(split)
+    best = min(r["valid_ppl_numbers_nnlm"] for r in valid)
+    assert perplexity(scores.nnlm[at]) == pytest.approx(best, rel=1e-6)
+    # the best by Numbers is not always the best overall: the kept weights follow Numbers
+    overall = [r["valid_ppl_nnlm"] for r in valid if r["valid_ppl_numbers_nnlm"] == best]
+    assert scores.perplexity("nnlm") == pytest.approx(overall[0], rel=1e-6)
+
+
+def test_early_stopping_on_numbers_needs_number_classes() -> None:
+    from nslm.errors import NslmError
+
+    with pytest.raises(NslmError, match="early_stopping_on"):
+        load_config(TINY, ["early_stopping_on=numbers", "classes=none"])
+    with pytest.raises(NslmError, match="early_stopping_on"):
+        load_config(TINY, ["early_stopping_on=words"])

@@ -33,6 +33,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "hnlm_top": ("separate", "shared"),
     "optimizer": ("sgd", "adam", "adamw"),
     "lr_schedule": ("plateau", "cosine", "constant", "linear", "halving"),
+    "early_stopping_on": ("all", "numbers"),
     "classes": CLASS_CHOICES,  # none: only class_rules
     "numeral_model": NUMERAL_MODELS,
 }
@@ -148,6 +149,11 @@ def _check_validation(cfg: TrainConfig) -> None:
         raise NslmError("config key 'halving_epsilon' must be in [0, 1)")
     if cfg.max_halvings < 1:
         raise NslmError("config key 'max_halvings' must be at least 1")
+    if cfg.early_stopping_on == "numbers" and (cfg.classes == "none" or cfg.model == "word-pos"):
+        raise NslmError(
+            "config key 'early_stopping_on' = 'numbers' needs a corpus tagged with number "
+            "classes (classes other than 'none') and a stream LM"
+        )
 
 
 def _check_sparse_embedding(cfg: TrainConfig) -> None:

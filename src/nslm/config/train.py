@@ -96,6 +96,11 @@ class TrainConfig:
     max_steps: int = 0  # 0 = no limit; a limit on optimizer steps (tests)
     max_minutes: float = 0.0  # 0 = no limit; stop training after this much wall time
     patience: int = 3  # epochs without validation gain before early stopping
+    # what validation's primary figure (early stopping, the kept best weights) is read from:
+    # "all" tokens, or only the "numbers" (the first head's perplexity at the number-class
+    # positions: paper Table 4's Numbers perplexity, less the spelling of unknown numerals,
+    # a constant of the run that does not change which weights are best)
+    early_stopping_on: str = "all"
     eval_every: int = 0  # also validate every N steps inside an epoch (0 = at epoch ends)
     eval_batch_size: int = 16
     # speed and reproducibility

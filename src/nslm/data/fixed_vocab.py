@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nslm.data.conllu import conllu_text, is_conllu
 from nslm.data.conversions import unit_map_from_json
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.locate import SPLITS, locate_corpus
@@ -104,11 +105,17 @@ def prepare_text(
 def prepare_text_file(
     corpus: PreparedCorpus, path: Path | str, name: str = "text", input_format: str = "plain"
 ) -> TextSplit:
-    """The text file ``path`` (plain or ``.xz``) as a :class:`Split` named ``name``."""
+    """The text file ``path`` (plain or ``.xz``) as a :class:`Split` named ``name``; a
+    CoNLL-U file (``.conllu``, ``.conllu.xz``) is read as its sentences' text, a document
+    at each ``# newdoc`` (:mod:`nslm.data.conllu`)."""
     path = Path(path)
     if path.is_dir():
         raise NslmError(f"{path} is a directory; --text takes a file (--corpus a directory)")
     text = read_text(path)
+    if is_conllu(path.name):
+        if input_format != "plain":
+            raise NslmError(f"{path}: a CoNLL-U file is read as plain text (its '# text =' lines)")
+        text = conllu_text(text, str(path))
     return prepare_text(corpus, text, name=name, source=str(path), input_format=input_format)
 
 

@@ -7,9 +7,16 @@ The rules (docs/data.md, "Numbers") apply in order; the first that matches wins:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from nslm.data.units import Unit, unit_at, unit_ending_at
+
+if TYPE_CHECKING:
+    from nslm.data.corpus import Split
 
 # The order of the paper's Table 2 rows; class ids follow it.
 NUMBER_CLASSES: tuple[str, ...] = ("year", "day", "round", "decimal", "range", "convert", "other")
@@ -170,3 +177,11 @@ def can_be(cls: str, token: str) -> bool:
     if cls == "other":
         return "." not in token and not is_year_shaped(token) and not is_round_shaped(token)
     raise KeyError(cls)
+
+
+def number_positions(split: Split, class_names: Sequence[str]) -> np.ndarray:
+    """Positions of ``split`` whose rule class is a number class (Table 2's Numbers), less
+    position 0, which has no history to be scored from."""
+    ids = [class_names.index(c) for c in NUMBER_CLASSES if c in class_names]
+    at = np.flatnonzero(np.isin(split.rule_class_ids, ids))
+    return at[at > 0]

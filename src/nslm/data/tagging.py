@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from nslm.data.custom import ClassRule, token_value
 from nslm.data.numbers import NUMBER_CLASSES, Conversion, is_number, rejoin_numbers, tag_number
 from nslm.data.places import PLACE_CLASSES, Gazetteer, Place, chunk_token, load_gazetteer
+from nslm.data.text import DOCUMENT_BREAK
 from nslm.data.vocab import EOS
 from nslm.errors import NslmError
 
@@ -61,13 +62,17 @@ class TaggedText:
 
 def tag_lines(lines: list[str], classes: str, rules: tuple[ClassRule, ...] = ()) -> TaggedText:
     """Apply docs/data.md's rules, then the user's class rules, to every line (each ends in
-    <eos>)."""
+    <eos>). A new article starts at a top-level heading and after a :data:`DOCUMENT_BREAK`
+    line (which adds no token)."""
     names = class_names_for(classes, rules)
     want_numbers = "year" in names
     gazetteer = load_gazetteer() if "city" in names else None
     out = TaggedText()
     article, seen_text = 0, False
     for line in lines:
+        if line == DOCUMENT_BREAK:
+            article, seen_text = article + seen_text, False
+            continue
         if is_article_heading(line) and seen_text:
             # the empty lines before a corpus's first heading belong to its first article
             article += 1

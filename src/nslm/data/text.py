@@ -14,6 +14,11 @@ A run reads text in the form its corpus was written in (its *text form*):
 whole input (several lines, said to be ``plain`` or already ``tokenized``) into the lines
 :func:`nslm.data.tagging.tag_lines` reads. Retokenizing text that is already tokenized is not
 safe (``'s`` would become ``' s``), so the input format is said by the caller, never guessed.
+
+A form feed (``\f``, U+000C) ends a document: the lines after it start a new article, so
+caches, previous values and the open model's document features start afresh there
+(docs/text.md, "Documents"). :func:`corpus_lines` passes it on as a line of its own,
+:data:`DOCUMENT_BREAK`, which ``tag_lines`` reads as an article boundary.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ TEXT_FORMS = ("wikitext", "whitespace")
 INPUT_FORMATS = ("plain", "tokenized")  # how a command's text input is written
 OUTPUT_FORMATS = ("plain", "tokenized")  # how a command writes words back
 EOS_TOKENS = frozenset({"<eos>", "</s>"})  # a line break, in a run's and an ARPA model's tokens
+DOCUMENT_BREAK = "\f"  # a form feed: the text after it is another document
 
 # Curly quotes: WikiText writes almost every quote straight (2,349 " against 20 “ ” in test),
 # and Moses splits "don't" into "don 't" only with a straight apostrophe.
@@ -158,21 +164,35 @@ def corpus_lines(text: str, form: str, input_format: str = "plain") -> list[str]
     """A whole input as the lines of a corpus file (`` tok tok ``, one per input line).
 
     ``input_format``: ``plain`` (tokenized here by the run's rules) or ``tokenized`` (already
-    in the corpus's form: passed through unchanged). A trailing newline is not a line.
+    in the corpus's form: passed through unchanged). A trailing newline is not a line. Each
+    form feed ends a document: it becomes a line :data:`DOCUMENT_BREAK` of its own between
+    the documents' lines (an empty document adds none).
     """
     check_input_format(input_format)
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if input_format == "tokenized":
-        return lines
-    return [" " + " ".join(to_tokens(line, form)) + " " if line.strip() else " " for line in lines]
+    out: list[str] = []
+    for document in text.split(DOCUMENT_BREAK):
+        lines = document.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if out and lines and out[-1] != DOCUMENT_BREAK:
+            out.append(DOCUMENT_BREAK)
+        if input_format == "tokenized":
+            out += lines
+        else:
+            out += [
+                " " + " ".join(to_tokens(line, form)) + " " if line.strip() else " "
+                for line in lines
+            ]
+    return out
 
 
 def prompt_line(prompt: str, form: str, input_format: str = "plain") -> str:
     """A prompt (one line; a line break in it is a line end, as ``<eos>`` is) as the corpus
-    line it reads as: ``"in 1914, and"`` → ``" in 1914 , and "``."""
+    line it reads as: ``"in 1914, and"`` → ``" in 1914 , and "``. A prompt that holds a form
+    feed is read from its last document on: what comes before another document's start is
+    not this document's context."""
     check_input_format(input_format)
+    prompt = prompt.split(DOCUMENT_BREAK)[-1]
     if input_format == "tokenized":
         return " " + prompt.replace("\n", " <eos> ") + " "
     parts = [" ".join(to_tokens(line, form)) for line in prompt.split("\n")]

@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from nslm.data.corpus import Split
-from nslm.data.numbers import NUMBER_CLASSES, is_number, number_value
+from nslm.data.numbers import is_number, number_positions, number_value
 from nslm.data.prepare import split_lines
 from nslm.data.tagging import tag_lines
 from nslm.data.textfile import read_text
@@ -134,16 +134,9 @@ class NumeralScores:
         return out
 
 
-def number_class_mask(split: Split, class_names: Sequence[str]) -> np.ndarray:
-    """Whether each token's rule class is a number class: the numerals, by rule."""
-    ids = [class_names.index(c) for c in NUMBER_CLASSES if c in class_names]
-    return np.isin(split.rule_class_ids, ids)
-
-
 def numeral_positions_of(split: Split, class_names: Sequence[str]) -> np.ndarray:
     """Positions whose rule class is a number class (position 0 has no history: unscored)."""
-    at = np.flatnonzero(number_class_mask(split, class_names))
-    return at[at > 0]
+    return number_positions(split, class_names)
 
 
 def numeral_positions(loaded: LoadedRun, split: str) -> np.ndarray:

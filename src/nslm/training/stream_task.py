@@ -16,10 +16,12 @@ from torch import Tensor, nn
 from nslm.batches.streams import make_streams
 from nslm.config import TrainConfig, class_rules_of
 from nslm.data.corpus import PreparedCorpus
+from nslm.data.numbers import number_positions
 from nslm.errors import NslmError
 from nslm.models.heads import HNLMLayout
 from nslm.models.lm import LanguageModel
 from nslm.numerals.vocab import NumeralSpec
+from nslm.perplexity import perplexity
 from nslm.runs.assets import write_run_assets
 from nslm.scores.passes import Scorer, head_of
 from nslm.training import checkpoint as ck
@@ -61,6 +63,8 @@ class StreamLMTask:
         self.stat_names = list(cfg.heads)
         # results.json's and metrics.jsonl's established names: valid_ppl_nnlm, …
         self.metric_names = [f"ppl_{h}" for h in cfg.heads]
+        if cfg.early_stopping_on == "numbers":  # the primary figure comes first
+            self.metric_names.insert(0, f"ppl_numbers_{cfg.heads[0]}")
         train = self.corpus.train
         n = cfg.train_tokens or len(train)
         if cfg.batch_size % world:
@@ -124,11 +128,20 @@ class StreamLMTask:
             n = len(valid.token_ids)
             print(f"validating on {n:,} tokens …", file=sys.stderr, flush=True)
         scores = self._scorer().score(valid)
-        return {f"ppl_{h}": scores.perplexity(h) for h in cfg.heads}
+        figures = {f"ppl_{h}": scores.perplexity(h) for h in cfg.heads}
+        if cfg.early_stopping_on == "numbers":
+            head = cfg.heads[0]
+            at = number_positions(valid, self.corpus.class_names)
+            figures[f"ppl_numbers_{head}"] = perplexity(getattr(scores, head)[at])
+        return figures
 
     def describe(self, figures: dict[str, float]) -> str:
         ppl = {h: figures[f"ppl_{h}"] for h in self.cfg.heads}
-        return describe_validation(ppl, self.byte_lm)
+        line = describe_validation(ppl, self.byte_lm)
+        if self.cfg.early_stopping_on == "numbers":
+            head = self.cfg.heads[0]
+            line += f"; Numbers ppl ({head}) {figures[f'ppl_numbers_{head}']:.1f}"
+        return line
 
     def final_results(self) -> dict[str, Any]:
         cfg, results = self.cfg, {}
