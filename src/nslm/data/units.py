@@ -1,99 +1,148 @@
-"""Units of measure for the ``<convert>`` class: which unit a token run names, and its factor.
+"""Units of measure for the ``<convert>`` class and the conversion function: which unit a
+token run names, and how its values convert.
 
-Each unit maps to (dimension, factor, offset): ``value_in_base = value * factor + offset``.
-The base units are SI (m, m², kg, m³, m/s, K-like Celsius, W, Pa). Spellings follow what
-WikiText's ``{{convert}}`` output actually contains, e.g. ``km / h`` and ``° F`` as token runs.
+What a unit *is* (its dimension, its factor and offset to the base unit) comes from
+`pint <https://pint.readthedocs.io>`_. What stays written here is which token runs name a
+unit in running text, for two reasons pint cannot serve:
+
+- pint reads many ordinary English words as units (``in`` is an inch, ``a`` a year, ``at``
+  a technical atmosphere, ``g`` a gram, ``h`` Planck's constant), so a text's "in 1914"
+  would hold a quantity; only the spellings below, those WikiText's ``{{convert}}`` output
+  writes, count as units;
+- pint has no name for several of those spellings: ``sq mi``, ``km ²``, ``US gal``,
+  ``shp`` (shaft horsepower), ``long cwt``, ``° F`` as two tokens.
+
+Each entry maps a pint expression to its spellings, the first being the unit's canonical
+name (what a run's unit map stores). ``value_in_base = value * factor + offset``.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+
+import pint
 
 
 @dataclass(frozen=True)
 class Unit:
     name: str  # the canonical spelling (the first one listed below)
-    dimension: str
+    dimension: str  # pint's dimensionality, e.g. "[length]"
     factor: float
     offset: float = 0.0
+    pint_unit: str = ""  # the pint expression the factor and offset come from
 
 
-_MILE = 1609.344
-_FOOT = 0.3048
-_INCH = 0.0254
-_YARD = 0.9144
-_POUND = 0.45359237
+# pint expression → the spellings WikiText writes (its {{convert}} template's output)
+SPELLINGS: dict[str, tuple[str, ...]] = {
+    # length
+    "meter": ("m", "metre", "metres", "meter", "meters"),
+    "kilometer": ("km", "kilometre", "kilometres", "kilometer", "kilometers"),
+    "centimeter": ("cm", "centimetre", "centimetres", "centimeter", "centimeters"),
+    "millimeter": ("mm", "millimetre", "millimetres", "millimeter", "millimeters"),
+    "mile": ("mi", "mile", "miles"),
+    "nautical_mile": ("nmi", "nautical mile", "nautical miles"),
+    "foot": ("ft", "foot", "feet"),
+    "inch": ("in", "inch", "inches"),
+    "yard": ("yd", "yard", "yards"),
+    # area
+    "kilometer**2": (
+        "km2",
+        "km ²",
+        "sq km",
+        "square kilometre",
+        "square kilometres",
+        "square kilometer",
+        "square kilometers",
+    ),
+    "meter**2": (
+        "m2",
+        "m ²",
+        "sq m",
+        "square metre",
+        "square metres",
+        "square meter",
+        "square meters",
+    ),
+    "mile**2": ("sq mi", "square mile", "square miles"),
+    "foot**2": ("sq ft", "square foot", "square feet"),
+    "acre": ("acre", "acres"),
+    "hectare": ("ha", "hectare", "hectares"),
+    # mass
+    "kilogram": ("kg", "kilogram", "kilograms"),
+    "gram": ("g", "gram", "grams"),
+    "pound": ("lb", "lbs", "pound", "pounds"),
+    "ounce": ("oz", "ounce", "ounces"),
+    "metric_ton": ("t", "tonne", "tonnes", "metric ton", "metric tons"),
+    "long_ton": ("long ton", "long tons"),
+    "short_ton": ("short ton", "short tons"),
+    "long_hundredweight": ("long cwt",),
+    # volume
+    "meter**3": ("m3", "m ³", "cubic metre", "cubic metres", "cubic meter", "cubic meters"),
+    "foot**3": ("cu ft", "cubic foot", "cubic feet"),
+    "yard**3": ("cu yd", "cubic yard", "cubic yards"),
+    "liter": ("L", "l", "litre", "litres", "liter", "liters"),
+    "gigaliter": ("gigalitre", "gigalitres", "GL"),
+    "gallon": ("US gal", "gallon", "gallons"),
+    "imperial_gallon": ("imp gal", "imperial gallon", "imperial gallons"),
+    # speed
+    "mile/hour": ("mph", "miles per hour", "mile per hour"),
+    "kilometer/hour": ("km / h", "km/h", "kilometres per hour", "kilometers per hour"),
+    "knot": ("knots", "knot", "kn", "kt"),
+    "meter/second": ("m / s", "m/s"),
+    # temperature (offsets: pint converts them)
+    "degree_Celsius": ("° C", "°C"),
+    "degree_Fahrenheit": ("° F", "°F"),
+    # power and pressure, which WikiText's ship and storm articles convert often
+    "horsepower": (
+        "hp",
+        "horsepower",
+        "shp",
+        "shaft horsepower",
+        "ihp",
+        "indicated horsepower",
+        "bhp",
+        "brake horsepower",
+    ),
+    "kilowatt": ("kW", "kilowatt", "kilowatts"),
+    "megawatt": ("MW", "megawatt", "megawatts"),
+    "millibar": ("mbar", "mb", "millibar", "millibars", "hPa"),
+    "inch_Hg": ("inHg", "inches of mercury"),
+}
+MAX_UNIT_TOKENS = max(len(s.split()) for spellings in SPELLINGS.values() for s in spellings)
 
-_TABLE: dict[str, Unit] = {}
+
+@functools.cache
+def registry() -> pint.UnitRegistry:
+    return pint.UnitRegistry()
 
 
-def _add(dimension: str, factor: float, *spellings: str, offset: float = 0.0) -> None:
-    unit = Unit(spellings[0], dimension, factor, offset)
-    for spelling in spellings:
-        _TABLE[spelling] = unit
-
-
-# length (metre)
-_add("length", 1.0, "m", "metre", "metres", "meter", "meters")
-_add("length", 1000.0, "km", "kilometre", "kilometres", "kilometer", "kilometers")
-_add("length", 0.01, "cm", "centimetre", "centimetres", "centimeter", "centimeters")
-_add("length", 0.001, "mm", "millimetre", "millimetres", "millimeter", "millimeters")
-_add("length", _MILE, "mi", "mile", "miles")
-_add("length", 1852.0, "nmi", "nautical mile", "nautical miles")
-_add("length", _FOOT, "ft", "foot", "feet")
-_add("length", _INCH, "in", "inch", "inches")
-_add("length", _YARD, "yd", "yard", "yards")
-# area (square metre)
-_add("area", 1e6, "km2", "km ²", "sq km", "square kilometre", "square kilometres")
-_add("area", 1e6, "square kilometer", "square kilometers")
-_add("area", 1.0, "m2", "m ²", "sq m", "square metre", "square metres", "square meter")
-_add("area", 1.0, "square meters")
-_add("area", _MILE**2, "sq mi", "square mile", "square miles")
-_add("area", _FOOT**2, "sq ft", "square foot", "square feet")
-_add("area", 4046.8564224, "acre", "acres")
-_add("area", 1e4, "ha", "hectare", "hectares")
-# mass (kilogram)
-_add("mass", 1.0, "kg", "kilogram", "kilograms")
-_add("mass", 0.001, "g", "gram", "grams")
-_add("mass", _POUND, "lb", "lbs", "pound", "pounds")
-_add("mass", _POUND / 16, "oz", "ounce", "ounces")
-_add("mass", 1000.0, "t", "tonne", "tonnes", "metric ton", "metric tons")
-_add("mass", 1016.0469088, "long ton", "long tons")
-_add("mass", 907.18474, "short ton", "short tons")
-_add("mass", 50.80234544, "long cwt")
-# volume (cubic metre)
-_add("volume", 1.0, "m3", "m ³", "cubic metre", "cubic metres", "cubic meter", "cubic meters")
-_add("volume", _FOOT**3, "cu ft", "cubic foot", "cubic feet")
-_add("volume", _YARD**3, "cu yd", "cubic yard", "cubic yards")
-_add("volume", 0.001, "L", "l", "litre", "litres", "liter", "liters")
-_add("volume", 1e6, "gigalitre", "gigalitres", "GL")
-_add("volume", 0.003785411784, "US gal", "gallon", "gallons")
-_add("volume", 0.00454609, "imp gal", "imperial gallon", "imperial gallons")
-# speed (metre per second)
-_add("speed", _MILE / 3600, "mph", "miles per hour", "mile per hour")
-_add("speed", 1000 / 3600, "km / h", "km/h", "kilometres per hour", "kilometers per hour")
-_add("speed", 1852 / 3600, "knots", "knot", "kn", "kt")
-_add("speed", 1.0, "m / s", "m/s")
-# temperature (degree Celsius); °F has an offset
-_add("temperature", 1.0, "° C", "°C")
-_add("temperature", 5 / 9, "° F", "°F", offset=-32 * 5 / 9)
-# power (watt) and pressure (pascal), which WikiText's ship and storm articles convert often
-_add("power", 745.69987158, "hp", "horsepower", "shp", "shaft horsepower", "ihp")
-_add("power", 745.69987158, "indicated horsepower", "bhp", "brake horsepower")
-_add("power", 1000.0, "kW", "kilowatt", "kilowatts")
-_add("power", 1e6, "MW", "megawatt", "megawatts")
-_add("pressure", 100.0, "mbar", "mb", "millibar", "millibars", "hPa")
-_add("pressure", 3386.389, "inHg", "inches of mercury")
-
-MAX_UNIT_TOKENS = max(len(s.split()) for s in _TABLE)
+@functools.cache
+def _table() -> dict[str, Unit]:
+    """Every spelling → its :class:`Unit`, the factor and offset read from pint."""
+    ureg = registry()
+    table: dict[str, Unit] = {}
+    for expression, spellings in SPELLINGS.items():
+        zero = ureg.Quantity(0.0, expression).to_base_units()
+        # a unit with an offset (°F) has its factor from its difference unit, which pint
+        # keeps exact (5/9), where (one − zero) would lose digits to the offset
+        size = f"delta_{expression}" if zero.magnitude else expression
+        one = ureg.Quantity(1.0, size).to_base_units()
+        factor = one.magnitude
+        dimension = str(one.dimensionality)
+        made = Unit(spellings[0], dimension, factor, zero.magnitude, expression)
+        for spelling in spellings:
+            table[spelling] = made
+    return table
 
 
 def unit_at(tokens: list[str], start: int) -> tuple[Unit, int] | None:
     """The longest unit spelled by ``tokens[start:]``, with the number of tokens it spans."""
+    table = _table()
     for length in range(MAX_UNIT_TOKENS, 0, -1):
         if start + length > len(tokens):
             continue
-        unit = _TABLE.get(" ".join(tokens[start : start + length]))
+        unit = table.get(" ".join(tokens[start : start + length]))
         if unit is not None:
             return unit, length
     return None
@@ -101,10 +150,11 @@ def unit_at(tokens: list[str], start: int) -> tuple[Unit, int] | None:
 
 def unit_ending_at(tokens: list[str], end: int) -> tuple[Unit, int] | None:
     """The longest unit whose last token is ``tokens[end - 1]``, with its token count."""
+    table = _table()
     for length in range(MAX_UNIT_TOKENS, 0, -1):
         if end - length < 0:
             continue
-        unit = _TABLE.get(" ".join(tokens[end - length : end]))
+        unit = table.get(" ".join(tokens[end - length : end]))
         if unit is not None:
             return unit, length
     return None
@@ -112,7 +162,7 @@ def unit_ending_at(tokens: list[str], end: int) -> tuple[Unit, int] | None:
 
 def unit_named(name: str) -> Unit | None:
     """The unit a spelling names (canonical names included), or None."""
-    return _TABLE.get(name)
+    return _table().get(name)
 
 
 def convert_value(value: float, source: Unit, target: Unit) -> float:
