@@ -15,7 +15,8 @@ Writes benchmarks/results/open_vocab.json:
 - ``unseen_wt2``: WikiText-2 test's class tokens unseen in training, per class and in total,
   proper perplexity of NNLM+spelling, NSLM+spelling (closed) and NSLM-open;
 - ``numbers_proper``: WikiText-2 test Numbers and Locations, proper, every model;
-- ``ewt``: UD English EWT test as plain text, Numbers proper and adjusted; ``gain_split``:
+- ``ewt``: UD English EWT test as plain text, scored document by document (``documents``:
+  316, from its ``# newdoc`` lines), Numbers proper and adjusted; ``gain_split``:
   NSLM-open's gain over the closed NSLM on its in- and out-of-vocabulary numbers, with and
   without the caches of new members;
 - ``bits_per_byte``: WikiText-2 test and EWT, every model, proper; ``bits_per_byte_classes``
@@ -330,6 +331,8 @@ def main() -> None:
         else:
             result["ewt"] = {
                 "tokens": len(text.split),
+                # a form feed at each "# newdoc": caches and previous values reset there
+                "documents": int(len(np.unique(text.split.article_ids))),
                 "oov_class_tokens": int(text.oov_class_tokens),
                 "num_ppl_proper": {m: table[m]["Numbers"]["ppl_proper"] for m in MODELS},
                 "num_ppl_adjusted": {m: table[m]["Numbers"]["ppl_adjusted"] for m in MODELS},

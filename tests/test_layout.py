@@ -87,6 +87,15 @@ SYSTEM_STAGES = {
     "transformer.predict": 8,
     "transformer.generate": 8,
     "transformer.commands": 8,
+    "functions": 4,
+    "functions.base": 1,
+    "functions.writing": 1,
+    "functions.builtin": 1,
+    "functions.documents": 1,
+    "functions.model": 4,
+    "functions.check": 8,
+    "functions.fitted": 8,
+    "functions.api": 9,
 }
 STAGES.update(SYSTEM_STAGES)
 

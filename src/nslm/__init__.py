@@ -6,7 +6,7 @@
 
 from nslm.errors import NslmError
 
-__all__ = ["NslmError", "load"]
+__all__ = ["NslmError", "check", "load"]
 __version__ = "0.1.0"
 
 
@@ -17,3 +17,12 @@ def load(path, *, micro: str = "auto", threads: bool | int = True):
     from nslm.api import load as load_model  # on first use: `import nslm` stays light
 
     return load_model(path, micro=micro, threads=threads)
+
+
+def check(text: str, *, threshold: float | None = None, input_format: str = "plain"):
+    """The numbers of ``text`` that disagree with what a function computes from their
+    context, as a :class:`~nslm.functions.api.CheckResult` (``nslm check``; see
+    :func:`nslm.functions.api.check_text`)."""
+    from nslm.functions.api import check_text
+
+    return check_text(text, threshold=threshold, input_format=input_format)

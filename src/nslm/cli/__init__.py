@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from nslm.cli.check import check_command
 from nslm.cli.data import data_group
 from nslm.cli.demo import demo_command
 from nslm.cli.eval import eval_command
@@ -53,6 +54,7 @@ cli.add_command(experiment_group)
 cli.add_command(probe_group)
 cli.add_command(report_command)
 cli.add_command(serve_command)
+cli.add_command(check_command)
 
 
 # An error line quotes user input at times (a token, a plug-in's exception): past this many

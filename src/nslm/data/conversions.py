@@ -28,7 +28,11 @@ def learn_unit_map(conversions: list[Conversion | None]) -> dict[Unit, Counter]:
     return dict(unit_map)
 
 
-def _targets_for(unit: Unit, unit_map: dict[Unit, Counter]) -> list[Unit]:
+def target_units(
+    unit: Unit, unit_map: dict[Unit, Counter], limit: int = MAX_TARGET_UNITS
+) -> list[Unit]:
+    """The units the training text converts ``unit`` to, most often first (at most
+    ``limit``); for a unit it never converts, those its dimension is converted to."""
     seen = unit_map.get(unit)
     if not seen:
         # a unit never converted in training: the units its dimension is converted to
@@ -36,11 +40,11 @@ def _targets_for(unit: Unit, unit_map: dict[Unit, Counter]) -> list[Unit]:
         for source, targets in unit_map.items():
             if source.dimension == unit.dimension:
                 seen.update({t: n for t, n in targets.items() if t != unit})
-    return [t for t, _ in seen.most_common(MAX_TARGET_UNITS)]
+    return [t for t, _ in seen.most_common(limit)]
 
 
 def _in_units(quantity: float, unit: Unit, unit_map: dict[Unit, Counter], row: np.ndarray) -> None:
-    for k, target in enumerate(_targets_for(unit, unit_map)):
+    for k, target in enumerate(target_units(unit, unit_map)):
         row[k] = convert_value(quantity, unit, target)
 
 

@@ -103,6 +103,12 @@ def quantity_before(tokens: list[str], i: int) -> tuple[float, Unit] | None:
     tokens before ``i`` are read (walking left to the opening parenthesis, within one
     parenthesised group), so a model predicting the number may use the result.
     """
+    found = quantity_index_before(tokens, i)
+    return None if found is None else (number_value(tokens[found[0]]), found[1])
+
+
+def quantity_index_before(tokens: Sequence[str], i: int) -> tuple[int, Unit] | None:
+    """:func:`quantity_before` as (the position of Q, its unit)."""
     j = i - 1
     while j >= 0 and tokens[j] not in ("(", ")") and i - j <= 12:
         j -= 1
@@ -115,10 +121,10 @@ def quantity_before(tokens: list[str], i: int) -> tuple[float, Unit] | None:
     q = j - span - 1
     if q < 0 or not is_number(tokens[q]):
         return None
-    return number_value(tokens[q]), source_unit
+    return q, source_unit
 
 
-def _conversion(tokens: list[str], i: int) -> Conversion | None:
+def conversion_at(tokens: list[str], i: int) -> Conversion | None:
     """If ``tokens[i]`` is the number of ``Q unit ( N unit2 … )``, the conversion it is.
 
     Every number in the parentheses that is followed by a unit of the quantity's dimension
@@ -138,7 +144,7 @@ def tag_number(tokens: list[str], i: int) -> NumberTag:
     """Classify the number ``tokens[i]`` by the rules of docs/data.md, "Numbers", in order."""
     token = tokens[i]
     value = number_value(token)
-    conversion = _conversion(tokens, i)
+    conversion = conversion_at(tokens, i)
     if conversion is not None:
         return NumberTag("convert", value, conversion)
     if i >= 2 and tokens[i - 1] in _RANGE_WORDS and is_number(tokens[i - 2]):

@@ -90,6 +90,7 @@ SPELLINGS: dict[str, tuple[str, ...]] = {
     "kilometer/hour": ("km / h", "km/h", "kilometres per hour", "kilometers per hour"),
     "knot": ("knots", "knot", "kn", "kt"),
     "meter/second": ("m / s", "m/s"),
+    "foot/second": ("ft / s", "ft/s"),
     # temperature (offsets: pint converts them)
     "degree_Celsius": ("° C", "°C"),
     "degree_Fahrenheit": ("° F", "°F"),

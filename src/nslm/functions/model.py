@@ -1,0 +1,356 @@
+"""Fitted functions: how each writes its result, and how sure it is, learnt from text.
+
+For a function f firing at position i with reference r (``nslm.functions.base``):
+
+    P_f(w | r) = Σ_{keys k of r writing w} P(k | r) / Σ_{keys k of r} P(k | r)
+
+the *writing PDF*, a multinomial over the ways of writing the result, renormalised over the
+keys this reference offers. Its counts are of the keys that wrote the training text's
+number (a number written by several keys shares its count among them), smoothed along the
+reference's conditions, coarse to fine (a Dirichlet prior at each level from the level
+before; add-α at the top):
+
+    P_0(k) = (n_0(k) + α) / (n_0 + α |K|),    P_l(k) = (n_l(k) + β P_{l−1}(k)) / (n_l + β); and
+
+    π_f(context) = σ(b + θ · x(context))
+
+the *confidence*, a logistic regression on the words of the ten tokens before i and the
+function's own features, fitted on the training positions where f fires, labelled by
+whether the text wrote one of r's strings. Demeter & Downey's micro-model (paper Eq. 1)
+with the previous value replaced by f(context); the selection on valid (paper, "Micro-
+Models") chooses the logistic's L2 strength and whether it beats a constant π.
+
+A host model (the LSTM NSLM, the Transformer, ``nslm check``'s background) then mixes
+
+    P(w | h) = Σ_f π̃_f · P_f(w | r_f) + (1 − Σ_f π̃_f) · P_host(w | h),   π̃ = π / max(1, Σ π)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nslm.data.numbers import is_number
+from nslm.errors import NslmError
+from nslm.functions.base import Function, Reference, function_names, get_function
+
+ALPHA = 0.5  # add-α on the writing PDF's key counts at the coarsest level
+BETA = 5.0  # the Dirichlet prior's weight at each finer level of the conditions
+CONTEXT_WORDS = 10  # tokens before the position that the confidence reads
+C_GRID = tuple(10.0**k for k in range(-3, 4))  # the logistic's inverse L2 strength
+MAX_WIDENINGS = 3
+VERSION = 1
+
+
+def context_features(tokens: Sequence[str], i: int, ref: Reference) -> dict[str, float]:
+    """What the confidence reads: the words before ``i`` (numbers as ``<num>``), the
+    reference's condition and the function's own features."""
+    out = {
+        f"w={'<num>' if is_number(t) else t.lower()}": 1.0
+        for t in tokens[max(0, i - CONTEXT_WORDS) : i]
+    }
+    for condition in ref.conditions:
+        out[f"condition={condition}"] = 1.0
+    out.update({f"f={k}": v for k, v in ref.features.items()})
+    return out
+
+
+@dataclass
+class Confidence:
+    """π = σ(bias + Σ weight[feature] · value): a logistic regression kept as plain JSON."""
+
+    bias: float
+    weights: dict[str, float] = field(default_factory=dict)
+    c: float | None = None  # the inverse L2 strength chosen on valid; None: constant π
+
+    def __call__(self, features: dict[str, float]) -> float:
+        z = self.bias + sum(self.weights.get(k, 0.0) * v for k, v in features.items())
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bias": self.bias, "weights": self.weights, "c": self.c}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Confidence:
+        return cls(
+            float(data["bias"]), {k: float(v) for k, v in data["weights"].items()}, data.get("c")
+        )
+
+
+@dataclass
+class Firing:
+    """A function firing at a position: its reference, its confidence there and its
+    distribution over written strings (P_f, summing to one)."""
+
+    reference: Reference
+    confidence: float
+    probs: dict[str, float]
+
+
+@dataclass
+class Sample:
+    """A training or validation position where a function fires."""
+
+    features: dict[str, float]
+    right: bool
+
+
+def documents_positions(
+    documents: Sequence[Sequence[str]],
+) -> Iterator[tuple[int, Sequence[str], int]]:
+    for d, tokens in enumerate(documents):
+        for i in range(1, len(tokens)):
+            yield d, tokens, i
+
+
+class FunctionModel:
+    """The functions named, each fitted: its own parameters, its writing PDF and its
+    confidence. ``fit`` on training documents, ``choose`` on validation documents."""
+
+    def __init__(self, names: Sequence[str] | None = None) -> None:
+        self.functions: dict[str, Function] = {
+            n: get_function(n)() for n in names or function_names()
+        }
+        self.writing: dict[str, dict[str, dict[str, float]]] = {}
+        self.confidence: dict[str, Confidence] = {}
+        self.selection: dict[str, dict[str, Any]] = {}
+        # the forms of what the text wrote where f fired and was not right (``nslm check``)
+        self.other_forms: dict[str, dict[str, float]] = {}
+        self.check: dict[str, Any] = {}  # nslm check's threshold τ and its evidence
+        self.fitted_on: dict[str, Any] = {}
+
+    # -- what fires ----------------------------------------------------------------------
+
+    def references(self, tokens: Sequence[str], i: int) -> list[Reference]:
+        out = []
+        for function in self.functions.values():
+            ref = function.reference(tokens, i)
+            if ref is not None:
+                out.append(ref)
+        return out
+
+    def writing_probs(self, ref: Reference) -> dict[str, float]:
+        """P_f(w | r) over the strings r offers (sums to one)."""
+        table = self.writing.get(ref.function, {})
+        counts, keys = table.get("counts", {}), table.get("keys", [])
+        offered = [o.key for o in ref.options]
+        size = len(set(keys) | set(offered))
+        level = counts.get("", {})
+        n = sum(level.values())
+        prior = {k: (level.get(k, 0.0) + ALPHA) / (n + ALPHA * size) for k in offered}
+        for condition in ref.conditions:
+            level = counts.get(condition, {})
+            n = sum(level.values())
+            prior = {k: (level.get(k, 0.0) + BETA * p) / (n + BETA) for k, p in prior.items()}
+        total = sum(prior.values())
+        probs: dict[str, float] = defaultdict(float)
+        for option in ref.options:
+            probs[option.text] += prior[option.key] / total
+        return dict(probs)
+
+    def firings(self, tokens: Sequence[str], i: int) -> list[Firing]:
+        out = []
+        for ref in self.references(tokens, i):
+            confidence = self.confidence.get(ref.function)
+            pi = confidence(context_features(tokens, i, ref)) if confidence is not None else 0.5
+            out.append(Firing(ref, pi, self.writing_probs(ref)))
+        return out
+
+    def form_posterior(self, firing: Firing, form: str) -> float:
+        """P(the function's value | the context, a number written in ``form``): Bayes
+        between the function (π · P_f(form)) and what else its trigger was followed by in
+        training (the forms written where it was not right, add-α)."""
+        function = self.functions[firing.reference.function]
+        own = sum(
+            p for text, p in firing.probs.items() if function.form(text, firing.reference) == form
+        )
+        others = self.other_forms.get(firing.reference.function, {})
+        n = sum(others.values())
+        other = (others.get(form, 0.0) + ALPHA) / (n + ALPHA * (len(others) + 1))
+        joint = firing.confidence * own
+        rest = (1 - firing.confidence) * other
+        return joint / (joint + rest) if joint + rest > 0 else 0.0
+
+    def mixture(self, firings: Sequence[Firing]) -> tuple[float, dict[str, float]]:
+        """(the functions' total weight Σ π̃, their mixed distribution over strings, summing to
+        one): P(w) = Σ π̃_f P_f(w) / Σ π̃_f, π̃ = π / max(1, Σ π)."""
+        total = sum(f.confidence for f in firings)
+        if total <= 0:
+            return 0.0, {}
+        scale = max(1.0, total)
+        mixed: dict[str, float] = defaultdict(float)
+        for firing in firings:
+            for text, p in firing.probs.items():
+                mixed[text] += firing.confidence / total * p
+        return total / scale, dict(mixed)
+
+    # -- fitting ----------------------------------------------------------------------------
+
+    def fit(
+        self, train: Sequence[Sequence[str]], valid: Sequence[Sequence[str]] = ()
+    ) -> FunctionModel:
+        """Each function's own fit and its writing PDF on ``train``; its confidence fitted on
+        ``train`` and chosen on ``valid`` (paper: the {metric, PDF} choice on valid): the
+        logistic's C over :data:`C_GRID` (widened past an edge), or a constant π."""
+        for function in self.functions.values():
+            function.fit(train)
+        train_rows = self._samples(train, count_writing=True)
+        valid_rows = self._samples(valid, count_writing=False)
+        for name, rows in train_rows.items():
+            held = valid_rows.get(name, [])
+            self.confidence[name], self.selection[name] = choose_confidence(rows, held)
+        return self
+
+    def _samples(
+        self, documents: Sequence[Sequence[str]], count_writing: bool
+    ) -> dict[str, list[Sample]]:
+        counts: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+        keys: dict[str, set[str]] = defaultdict(set)
+        forms: dict[str, Counter] = defaultdict(Counter)
+        samples: dict[str, list[Sample]] = defaultdict(list)
+        for _, tokens, i in documents_positions(documents):
+            for ref in self.references(tokens, i):
+                wrote = [o.key for o in ref.options if o.text == tokens[i]]
+                samples[ref.function].append(Sample(context_features(tokens, i, ref), bool(wrote)))
+                keys[ref.function].update(o.key for o in ref.options)
+                for condition in ("", *ref.conditions):
+                    for key in wrote:
+                        counts[ref.function][condition][key] += 1 / len(wrote)
+                if not wrote:
+                    forms[ref.function][self.functions[ref.function].form(tokens[i], ref)] += 1
+        if count_writing:
+            self.other_forms = {name: dict(sorted(n.items())) for name, n in forms.items()}
+            self.writing = {
+                name: {
+                    "keys": sorted(keys[name]),
+                    "counts": {c: dict(sorted(n.items())) for c, n in counts[name].items()},
+                }
+                for name in keys
+            }
+        return samples
+
+    # -- JSON --------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": VERSION,
+            "fitted_on": self.fitted_on,
+            "check": self.check,
+            "functions": {
+                name: {
+                    "params": function.params(),
+                    "writing": self.writing.get(name, {}),
+                    "confidence": self.confidence[name].to_json()
+                    if name in self.confidence
+                    else None,
+                    "selection": self.selection.get(name, {}),
+                    "other_forms": self.other_forms.get(name, {}),
+                }
+                for name, function in self.functions.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], source: str = "functions.json") -> FunctionModel:
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            raise NslmError(f"{source}: not a functions file of version {VERSION}")
+        try:
+            entries = data["functions"]
+            model = cls(list(entries))
+            model.check = dict(data.get("check", {}))
+            model.fitted_on = dict(data.get("fitted_on", {}))
+            for name, entry in entries.items():
+                model.functions[name].load(entry["params"])
+                writing = entry["writing"]
+                model.writing[name] = {
+                    "keys": [str(k) for k in writing.get("keys", [])],
+                    "counts": {
+                        str(c): {str(k): float(n) for k, n in level.items()}
+                        for c, level in writing.get("counts", {}).items()
+                    },
+                }
+                if entry["confidence"] is not None:
+                    model.confidence[name] = Confidence.from_json(entry["confidence"])
+                model.selection[name] = dict(entry.get("selection", {}))
+                forms = entry.get("other_forms", {})
+                model.other_forms[name] = {str(k): float(n) for k, n in forms.items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise NslmError(
+                f"{source}: malformed functions file ({type(exc).__name__}: {exc})"
+            ) from None
+        return model
+
+
+def _matrix(rows: Sequence[Sample], names: dict[str, int]) -> np.ndarray:
+    x = np.zeros((len(rows), len(names)))
+    for r, row in enumerate(rows):
+        for key, value in row.features.items():
+            j = names.get(key)
+            if j is not None:
+                x[r, j] = value
+    return x
+
+
+def fit_confidence(rows: Sequence[Sample], c: float) -> Confidence:
+    """The logistic confidence on ``rows`` at inverse L2 strength ``c`` (scikit-learn's
+    L-BFGS; a constant where every row has one label)."""
+    from sklearn.linear_model import LogisticRegression
+
+    labels = np.array([r.right for r in rows])
+    rate = (labels.sum() + 0.5) / (len(labels) + 1.0)
+    if labels.all() or not labels.any():
+        return Confidence(math.log(rate / (1 - rate)), {}, None)
+    names = {k: j for j, k in enumerate(sorted({k for r in rows for k in r.features}))}
+    fitted = LogisticRegression(C=c, max_iter=2000).fit(_matrix(rows, names), labels)
+    weights = {k: float(fitted.coef_[0, j]) for k, j in names.items() if fitted.coef_[0, j] != 0}
+    return Confidence(float(fitted.intercept_[0]), weights, c)
+
+
+def log_loss(confidence: Confidence, rows: Sequence[Sample]) -> float:
+    """Mean negative log-likelihood of the labels, in nats."""
+    total = 0.0
+    for row in rows:
+        p = min(max(confidence(row.features), 1e-12), 1 - 1e-12)
+        total -= math.log(p if row.right else 1 - p)
+    return total / max(1, len(rows))
+
+
+def choose_confidence(
+    train: Sequence[Sample], valid: Sequence[Sample]
+) -> tuple[Confidence, dict[str, Any]]:
+    """The confidence with the lowest valid log-loss: the logistic at each C of the grid
+    (widened by a decade past an edge it chooses, up to :data:`MAX_WIDENINGS` times) or a
+    constant π (the training rate). Returns it and the evidence."""
+    labels = np.array([r.right for r in train])
+    rate = (labels.sum() + 0.5) / (len(labels) + 1.0)
+    constant = Confidence(math.log(rate / (1 - rate)), {}, None)
+    if not valid:
+        return constant, {"kept": "constant", "why": "no validation positions"}
+    grid = list(C_GRID)
+    tried: dict[float, float] = {}
+    for _ in range(MAX_WIDENINGS + 1):
+        for c in grid:
+            if c not in tried:
+                tried[c] = log_loss(fit_confidence(train, c), valid)
+        best = min(tried, key=tried.get)
+        if best not in (min(tried), max(tried)):
+            break
+        grid = [best / 10] if best == min(tried) else [best * 10]
+    at_edge = best in (min(tried), max(tried))
+    evidence = {
+        "valid_log_loss": {f"{c:g}": round(v, 6) for c, v in sorted(tried.items())},
+        "constant_valid_log_loss": round(log_loss(constant, valid), 6),
+        "c": best,
+        "c_at_grid_edge": at_edge,
+        "train_positions": len(train),
+        "valid_positions": len(valid),
+        "train_right": int(labels.sum()),
+    }
+    if evidence["constant_valid_log_loss"] <= tried[best]:
+        return constant, {**evidence, "kept": "constant"}
+    return fit_confidence(train, best), {**evidence, "kept": "logistic"}

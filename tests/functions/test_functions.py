@@ -1,0 +1,194 @@
+"""Functions that compute (``nslm.functions``): each built-in function on hand-written
+cases, the writing PDF's normalisation by enumeration, the JSON round trip, a user plug-in,
+and on WikiText-2 the conversion of the issue's example."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nslm.data.tagging import tag_lines
+from nslm.data.text import corpus_lines
+from nslm.errors import NslmError
+from nslm.functions import (
+    Function,
+    FunctionModel,
+    Option,
+    Reference,
+    get_function,
+    register_function,
+    significant_figures,
+)
+from nslm.functions.documents import corpus_file_documents, documents_of
+from nslm.functions.writing import at_significant, significant_options
+
+# A small training text in WikiText's tokens: conversions km ↔ mi, seasons, a lifespan.
+TRAIN = [
+    " = Road = ",
+    " The road is 120 miles ( 193 km ) long and 14 @.@ 5 miles ( 23 @.@ 3 km ) wide . ",
+    " It rises 50 km ( 31 mi ) and 1 @,@ 200 km ( 750 mi ) . ",
+    " The 1995 – 96 season and the 2003 – 04 season ; the 1914 – 18 war . ",
+    " = Person = ",
+    " Smith ( 1820 – 1885 ) died in 1885 at the age of 65 . ",
+]
+
+
+def documents(lines: list[str]) -> list[list[str]]:
+    return documents_of(tag_lines(lines, "none"))
+
+
+def tokens_of(text: str) -> list[str]:
+    """A prompt's corpus tokens (its line's <eos> left off: the text goes on)."""
+    return documents(corpus_lines(text, "wikitext"))[0][:-1]
+
+
+@pytest.fixture(scope="module")
+def model() -> FunctionModel:
+    return FunctionModel().fit(documents(TRAIN), documents(TRAIN[:3]))
+
+
+@pytest.mark.parametrize(
+    ("token", "figures"),
+    [("120", 2), ("14.5", 3), ("0.91", 2), ("1,200", 2), ("50", 1), ("100.0", 4), ("7", 1)],
+)
+def test_significant_figures(token: str, figures: int) -> None:
+    assert significant_figures(token) == figures
+
+
+def test_results_are_written_at_each_precision() -> None:
+    options = dict(significant_options(23.335488, 3))
+    assert options["+0"] == "23.3" and options["-1"] == "23" and options["+1"] == "23.34"
+    assert dict(significant_options(64.37, 1))["+0h"] == "65"  # to the nearest 5
+    assert at_significant(1234567.0, 2) == "1,200,000"
+    assert at_significant(-3.0, 2) is None and at_significant(math.nan, 2) is None
+
+
+def test_convert_computes_the_conversion(model: FunctionModel) -> None:
+    tokens = tokens_of("The trail runs 14.5 miles (")
+    firings = model.firings(tokens, len(tokens))
+    assert [f.reference.function for f in firings] == ["convert"]
+    probs = firings[0].probs
+    assert max(probs, key=probs.get) == "23.3"  # 14.5 mi = 23.335 km, as Wikipedia writes it
+    assert "14.5 mi" in firings[0].reference.detail
+
+
+def test_convert_reads_compound_quantities_ranges_and_signs(model: FunctionModel) -> None:
+    feet = tokens_of("The wall is 4 feet 7 inches (")
+    ref = model.functions["convert"].reference(feet, len(feet))
+    assert ref is not None and ref.detail.startswith("4 feet 7 in =")  # read as 55 inches
+    assert ref.value == pytest.approx(55 * 0.0254 / 1000, rel=1e-9)  # in km: this text's unit
+    span = tokens_of("It runs 5 – 6 km (")
+    first = model.functions["convert"].reference(span, len(span))
+    assert first is not None and first.value == pytest.approx(3.107, rel=1e-3)  # 5 km in mi
+    second = tokens_of("It runs 5 – 6 km ( 3.1 –")
+    ref = model.functions["convert"].reference(second, len(second))
+    assert ref is not None and ref.value == pytest.approx(3.728, rel=1e-3)  # 6 km
+    assert model.functions["convert"].reference(tokens_of("In 1914 ("), 3) is None
+
+
+def test_season_age_years_later_and_percent(model: FunctionModel) -> None:
+    season = tokens_of("the 2031 –")
+    ref = get_function("season")().reference(season, len(season))
+    assert ref is not None and ref.texts() == {"32", "2032"}
+    age = tokens_of("Jones ( 1931 – 2004 ) retired in 1990 at the age of")
+    ref = get_function("age")().reference(age, len(age))
+    assert ref is not None and ref.texts() == {"58", "59"}
+    later = tokens_of("It opened in 1990 . Five years later , in")
+    ref = get_function("years_later")().reference(later, len(later))
+    assert ref is not None and ref.texts() == {"1995"}
+    share = tokens_of("12 of the 40 members voted yes (")
+    ref = get_function("percent")().reference(share, len(share))
+    assert ref is not None and "30" in ref.texts()
+    assert get_function("season")().reference(tokens_of("the 31 –"), 3) is None
+
+
+def test_functions_read_only_the_tokens_before_the_position(model: FunctionModel) -> None:
+    text = tokens_of("The road is 120 miles ( 193 km ) long")
+    i = text.index("193")
+    before = model.firings(text, i)
+    changed = [*text[:i], "999", *text[i + 1 :]]
+    after = model.firings(changed, i)
+    assert [f.probs for f in before] == [f.probs for f in after]
+
+
+@settings(max_examples=60, deadline=None)
+@given(quantity=st.floats(0.01, 1e6), unit=st.sampled_from(["miles", "km", "feet", "kg", "acres"]))
+def test_the_writing_pdf_sums_to_one_by_enumeration(quantity: float, unit: str) -> None:
+    model = _FITTED
+    text = f"{quantity:.3g}".replace("e+", "e")
+    if "e" in text:
+        return
+    tokens = tokens_of(f"It is {text} {unit} (")
+    for firing in model.firings(tokens, len(tokens)):
+        enumerated = sum(firing.probs.values())
+        assert enumerated == pytest.approx(1.0, abs=1e-12)
+        assert all(p > 0 for p in firing.probs.values())
+        assert 0.0 <= firing.confidence <= 1.0
+    weight, mixed = model.mixture(model.firings(tokens, len(tokens)))
+    if mixed:
+        assert sum(mixed.values()) == pytest.approx(1.0, abs=1e-12) and 0 < weight <= 1
+
+
+_FITTED = FunctionModel().fit(documents(TRAIN), documents(TRAIN[:3]))
+
+
+def test_a_model_survives_json_and_refuses_a_broken_file(
+    model: FunctionModel, tmp_path: Path
+) -> None:
+    data = json.loads(json.dumps(model.to_json()))
+    again = FunctionModel.from_json(data)
+    tokens = tokens_of("The river is 120 miles (")
+    assert [f.probs for f in again.firings(tokens, len(tokens))] == [
+        f.probs for f in model.firings(tokens, len(tokens))
+    ]
+    data["functions"]["convert"]["writing"] = []
+    with pytest.raises(NslmError, match="malformed functions file"):
+        FunctionModel.from_json(data, "x.json")
+    with pytest.raises(NslmError, match="not a functions file"):
+        FunctionModel.from_json({"version": 0})
+
+
+def test_a_user_function_joins_as_a_plug_in() -> None:
+    @register_function
+    class Doubled(Function):
+        name = "doubled_test"
+        description = "twice the number before 'doubled to'"
+
+        def reference(self, tokens, i):
+            if i >= 3 and list(tokens[i - 2 : i]) == ["doubled", "to"]:
+                value = 2 * float(tokens[i - 3])
+                return Reference(self.name, (Option("exact", f"{value:g}"),), value, (i - 3,))
+            return None
+
+    train = documents([" It had 4 doubled to 8 . Then 10 doubled to 20 . "])
+    fitted = FunctionModel(["doubled_test"]).fit(train, train)
+    tokens = tokens_of("Sales were 21 doubled to")
+    (firing,) = fitted.firings(tokens, len(tokens))
+    assert firing.probs == {"42": 1.0}
+    with pytest.raises(NslmError, match="give it a name"):
+        register_function(type("Nameless", (Function,), {}))
+
+
+@pytest.mark.realdata
+def test_on_wikitext_2_conversions_are_mostly_computed_right(data_dir: Path) -> None:
+    root = data_dir / "wikitext-2"
+    train = corpus_file_documents(root / "train.txt.xz", "none")
+    valid = corpus_file_documents(root / "valid.txt", "none")
+    model = FunctionModel(["convert", "season"]).fit(train, valid)
+    right = fired = 0
+    for tokens in valid:
+        for i in range(1, len(tokens)):
+            for firing in model.firings(tokens, i):
+                if firing.reference.function == "convert":
+                    fired += 1
+                    right += tokens[i] in firing.probs
+    assert fired > 250 and right / fired > 0.8
+    tokens = tokens_of("The trail runs 14.5 miles (")
+    (firing,) = model.firings(tokens, len(tokens))
+    assert max(firing.probs, key=firing.probs.get) == "23.3" and firing.probs["23.3"] > 0.5
+    assert firing.confidence > 0.8  # right after "(" a conversion is what WikiText writes
