@@ -332,7 +332,7 @@ def main() -> None:
             result["ewt"] = {
                 "tokens": len(text.split),
                 # a form feed at each "# newdoc": caches and previous values reset there
-                "documents": int(len(np.unique(text.split.article_ids))),
+                "documents": len(np.unique(text.split.article_ids)),
                 "oov_class_tokens": int(text.oov_class_tokens),
                 "num_ppl_proper": {m: table[m]["Numbers"]["ppl_proper"] for m in MODELS},
                 "num_ppl_adjusted": {m: table[m]["Numbers"]["ppl_adjusted"] for m in MODELS},

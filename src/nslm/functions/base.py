@@ -37,7 +37,6 @@ from typing import Any, ClassVar
 from nslm.data.numbers import is_number
 from nslm.errors import NslmError, lookup
 
-
 LIKELY = 0.02  # a result given less than this is no reading a number agrees with
 
 

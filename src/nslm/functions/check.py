@@ -1,9 +1,10 @@
 """``nslm check``: flag the numbers of a text that disagree with what a function computes.
 
 At each number where a function fires (``nslm.functions``), the number is *consistent*
-when it equals one of the function's likely results (P_fun ≥ 2%) at the precision it is
-written in (``193`` for 193.12 km, ``190`` too: half its last place), or, for a function with a tolerance (a
-conversion: 1%), within that share of it. An inconsistent number is flagged when the
+when it states one of the results the function agrees with (by default those it gives 2%
+of its mass; a conversion adds every unit's result at the input's precision) at the
+precision it is written in (``193`` for 193.12 km, ``190`` too: half its last place), or,
+for a function with a tolerance (a conversion: 2%), within that share of it. An inconsistent number is flagged when the
 function's reading of it is likely enough: given the context and the number's *form*
 (its digits before and after the point),
 
