@@ -5,8 +5,8 @@ when it states one of the results the function agrees with (by default those it 
 of its mass; a conversion adds every unit's result at the input's precision) at the
 precision it is written in (``193`` for 193.12 km, ``190`` too: half its last place), or,
 for a function with a tolerance (a conversion: 2%), within that share of it. An
-inconsistent number is flagged when the function's reading of it is likely enough: given the context and the number's *form*
-(its digits before and after the point),
+inconsistent number is flagged when the function's reading of it is likely enough: given
+the context and the number's *form* (its digits before and after the point),
 
     P(f | context, form) = π P_f(form) / (π P_f(form) + (1 − π) P_other(form))
 
