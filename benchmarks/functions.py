@@ -1,7 +1,7 @@
 """Functions that compute: where they apply in WikiText-2, how often they are right, and how
 well ``nslm check`` finds numbers that disagree with them.
 
-    python benchmarks/functions.py [--out benchmarks/results/functions_check.json]
+    python benchmarks/functions.py [--run RUN] [--out benchmarks/results/functions_check.json]
 
 Fits every registered function on WikiText-2 train and chooses its confidence (and
 ``nslm check``'s τ) on valid (:func:`nslm.functions.fitted.fit_on_corpus`), then writes:
@@ -14,7 +14,9 @@ Fits every registered function on WikiText-2 train and chooses its confidence (a
   at each number a function computed right, the value replaced by a plausible wrong one,
   :func:`nslm.functions.check.corrupt`), at the τ chosen on valid (``threshold``), with the
   valid grid; ``examples``, the first flags of the untouched test text;
-- ``fits``: each confidence's choice on valid, and the writing PDF's outcomes.
+- ``fits``: each confidence's choice on valid, and the writing PDF's outcomes;
+- ``lstm`` (with ``--run RUN``): NNLM, NSLM and NSLM+functions on WikiText-2 test and EWT
+  (benchmarks/functions_lstm.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from functions_lstm import lstm_rows
 from machine import machine_info, today
 from nslm.data.locate import locate_corpus
 from nslm.files.atomic import write_json_atomic
@@ -86,6 +89,7 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks/results/functions_check.json"
     )
+    parser.add_argument("--run", type=Path, help="an NNLM/HNLM run with micro.json: LSTM rows")
     args = parser.parse_args()
     t0 = time.perf_counter()
     paths = locate_corpus("wikitext-2")
@@ -104,6 +108,7 @@ def main() -> None:
             }
             for name in model.functions
         },
+        "lstm": lstm_rows(args.run, model) if args.run else None,
         "seconds": round(time.perf_counter() - t0, 1),
         "machine": machine_info(),
     }

@@ -94,6 +94,7 @@ SYSTEM_STAGES = {
     "functions.documents": 1,
     "functions.model": 4,
     "functions.check": 8,
+    "functions.micro": 8,
     "functions.fitted": 8,
     "functions.api": 9,
 }

@@ -28,13 +28,19 @@ from nslm.scores.mixture import tune_lambda
 from nslm.scores.passes import Scorer, head_of
 from nslm.scores.spelling import SpellingModel
 
-# column → (micro-models: plain or context, open vocabulary)
+# column → (the micro-models it reads: a key of evaluate_open's ``micro``, open vocabulary)
 COLUMNS = {
     "NSLM": ("plain", False),
     "NSLM-open": ("plain", True),
     "NSLM-context": ("context", False),
     "NSLM-context-open": ("context", True),
 }
+
+
+def register_column(column: str, micro: str, is_open: bool = False) -> None:
+    """A column more, read from the micro-models ``evaluate_open`` is given as ``micro``
+    (a side system's micro-models: nslm.functions registers "NSLM+functions")."""
+    COLUMNS[column] = (micro, is_open)
 
 
 @dataclass
