@@ -90,6 +90,7 @@ def test_corruptions_are_plausible_and_disagree() -> None:
     ]:
         for _ in range(20):
             wrong = corrupt(gold, function, rng)
-            assert not consistent(wrong, [gold])
+            assert not consistent(wrong, [float(gold)])
             assert len(wrong.partition(".")[2]) == len(gold.partition(".")[2])  # same precision
-    assert consistent("190", ["193"], 0.02) and not consistent("150", ["193"], 0.02)
+    assert consistent("190", [193.12], 0.02) and not consistent("150", [193.12], 0.02)
+    assert consistent("23.3", [23.335]) and not consistent("30.2", [28.19], 0.02)

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from nslm.data.numbers import is_number
+from nslm.data.numbers import is_number, number_value
 from nslm.errors import NslmError, lookup
 
 LIKELY = 0.02  # a result given less than this is no reading a number agrees with
@@ -60,7 +60,8 @@ class Reference:
     writing PDF is conditioned on, coarse to fine, each level backing off to the one
     before (a conversion: the input's precision, then its unit, then its magnitude);
     ``features``: what the confidence reads besides the context words; ``detail``: the
-    computation in words.
+    computation in words; ``exact``: the exact results, where they are not the options'
+    own values (a conversion's, one per unit).
     """
 
     function: str
@@ -70,6 +71,7 @@ class Reference:
     conditions: tuple[str, ...] = ()
     features: dict[str, float] = field(default_factory=dict)
     detail: str = ""
+    exact: tuple[float, ...] = ()  # the exact results (a conversion: one per unit)
 
     def texts(self) -> set[str]:
         return {o.text for o in self.options}
@@ -102,11 +104,14 @@ class Function:
         whole, _, fraction = text.replace(",", "").partition(".")
         return f"{len(whole)}.{len(fraction)}"
 
-    def agreeing(self, ref: Reference, probs: dict[str, float]) -> list[str]:
-        """The results a written number may state and agree with the function (``nslm
-        check``): by default those it gives at least :data:`LIKELY` of its mass (``probs``:
-        its distribution over strings)."""
-        return [text for text, p in probs.items() if p >= LIKELY]
+    def agreeing(self, ref: Reference, probs: dict[str, float]) -> list[float]:
+        """The values a written number may state, at its own precision, and agree with the
+        function (``nslm check``): the reference's exact results where it has them, else the
+        results it gives at least :data:`LIKELY` of its mass (``probs``: its distribution
+        over strings)."""
+        if ref.exact:
+            return list(ref.exact)
+        return [number_value(text) for text, p in probs.items() if p >= LIKELY and is_number(text)]
 
     def fit(self, documents: Sequence[Sequence[str]]) -> None:
         """Learn what the function needs from training documents (nothing by default)."""

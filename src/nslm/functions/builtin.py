@@ -89,12 +89,6 @@ class Convert(Function):
     def params(self) -> dict[str, Any]:
         return {"unit_map": unit_map_json(self.unit_map)}
 
-    def agreeing(self, ref: Reference, probs: dict[str, float]) -> list[str]:
-        """The likely results, and every unit's result at the input's precision and one
-        figure either side: "550 metres ( 600 yd )" agrees, though yards are rare."""
-        around = {o.text for o in ref.options if o.key.rsplit(":", 1)[-1] in ("+0", "+1", "-1")}
-        return sorted(around | set(super().agreeing(ref, probs)))
-
     def form(self, text: str, ref: Reference) -> str:
         """Its decimals, and whether it lies within a factor of 2 of a result: a conversion's
         digits follow its value, and "3,462 t ( 79 %" is no conversion at all."""
@@ -109,9 +103,6 @@ class Convert(Function):
         self.unit_map = unit_map_from_json(params["unit_map"])
 
     def reference(self, tokens: Sequence[str], i: int) -> Reference | None:
-        remainder = self._remainder(tokens, i)
-        if remainder is not None:
-            return remainder
         negative = i >= 2 and tokens[i - 1] in MINUS_SIGNS
         before = tokens[i - 1 - negative]
         second = before in RANGE_WORDS and i >= 3 and is_number(tokens[i - 2 - negative])
@@ -126,12 +117,13 @@ class Convert(Function):
         if opening and q >= 2 and tokens[q - 1] in RANGE_WORDS and is_number(tokens[q - 2]):
             found = (q - 2, source)
         quantity, figures, first = _quantity(tokens, *found)
-        options, exact, named = [], None, []
-        for rank, unit in enumerate(target_units(source, self.unit_map, TARGET_UNITS)):
+        options, exact, named = [], [], []
+        targets = [u for u in target_units(source, self.unit_map, TARGET_UNITS + 1) if u != source]
+        for rank, unit in enumerate(targets[:TARGET_UNITS]):
             value = convert_value(quantity, source, unit)
             if (value < 0) != negative:  # "( −" is followed by a negative result only
                 continue
-            exact = value if exact is None else exact
+            exact.append(abs(value))
             named.append(f"{at_significant(abs(value), figures + 1) or value} {unit.name}")
             options += [
                 Option(k, t) for k, t in significant_options(abs(value), figures, f"u{rank}:")
@@ -150,29 +142,9 @@ class Convert(Function):
             f"{precision}|{source.name}|{magnitude}",
         )
         read = (first, found[0])
-        return Reference(self.name, tuple(options), exact, read, conditions, detail=detail)
-
-    def _remainder(self, tokens: Sequence[str], i: int) -> Reference | None:
-        """``8.93 metres ( 29 ft`` → the 4 inches left over after the 29 feet."""
-        if i < 4 or tokens[i - 1] not in SMALLER_UNIT or not is_number(tokens[i - 2]):
-            return None
-        larger, smaller = unit_named(tokens[i - 1]), unit_named(SMALLER_UNIT[tokens[i - 1]])
-        found = quantity_index_before(tokens, i - 2)
-        if found is None or larger is None or smaller is None:
-            return None
-        if found[1].dimension != larger.dimension:
-            return None
-        quantity, _, first = _quantity(tokens, *found)
-        whole = number_value(tokens[i - 2])
-        left = convert_value(convert_value(quantity, found[1], larger) - whole, larger, smaller)
-        if not -0.5 < left < convert_value(1, larger, smaller):
-            return None
-        left = max(left, 0.0)
-        options = [Option(f"d{d}", written(left, d)) for d in (0, 1)]
-        said = f"{tokens[first]} {found[1].name}"
-        detail = f"{said} = {tokens[i - 2]} {larger.name} {left:.2f} {smaller.name}"
-        read = (first, i - 2)
-        return Reference(self.name, tuple(options), left, read, ("remainder",), detail=detail)
+        return Reference(
+            self.name, tuple(options), exact[0], read, conditions, detail=detail, exact=tuple(exact)
+        )  # every unit's exact result agrees: "550 metres ( 600 yd )", though yards are rare
 
 
 def _quantity(tokens: Sequence[str], q: int, unit: Unit) -> tuple[float, int, int]:
@@ -196,6 +168,34 @@ def _quantity(tokens: Sequence[str], q: int, unit: Unit) -> tuple[float, int, in
     if first >= 1 and tokens[first - 1] in MINUS_SIGNS:
         value, first = -value, first - 1
     return value, figures, first
+
+
+@register_function
+class Remainder(Function):
+    name = "remainder"
+    description = "what is left in inches (ounces) after a conversion's whole feet (pounds)"
+
+    def reference(self, tokens: Sequence[str], i: int) -> Reference | None:
+        """``8.93 metres ( 29 ft`` → the 4 inches left over after the 29 feet."""
+        if i < 4 or tokens[i - 1] not in SMALLER_UNIT or not is_number(tokens[i - 2]):
+            return None
+        larger, smaller = unit_named(tokens[i - 1]), unit_named(SMALLER_UNIT[tokens[i - 1]])
+        found = quantity_index_before(tokens, i - 2)
+        if found is None or larger is None or smaller is None:
+            return None
+        if found[1].dimension != larger.dimension:
+            return None
+        quantity, _, first = _quantity(tokens, *found)
+        whole = number_value(tokens[i - 2])
+        left = convert_value(convert_value(quantity, found[1], larger) - whole, larger, smaller)
+        if not -0.5 < left < convert_value(1, larger, smaller):
+            return None
+        left = max(left, 0.0)
+        options = [Option(f"d{d}", written(left, d)) for d in (0, 1)]
+        said = f"{tokens[first]} {found[1].name}"
+        detail = f"{said} = {tokens[i - 2]} {larger.name} {left:.2f} {smaller.name}"
+        read = (first, i - 2)
+        return Reference(self.name, tuple(options), left, read, detail=detail, exact=(left,))
 
 
 def _years_before(tokens: Sequence[str], i: int, window: int = YEAR_WINDOW) -> list[int]:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from nslm.data.numbers import is_number, number_value
+from nslm.functions.base import LIKELY
 from nslm.functions.model import Firing, FunctionModel
 from nslm.functions.writing import written
 
@@ -53,19 +54,15 @@ class Flag:
         return out
 
 
-def consistent(written: str, expected: Sequence[str], relative: float = 0.0) -> bool:
-    """Whether ``written`` states one of the ``expected`` values at its own precision (or
-    within ``relative`` of it)."""
-    if written in expected:
-        return True
+def consistent(written: str, expected: Sequence[float], relative: float = 0.0) -> bool:
+    """Whether ``written`` states one of the ``expected`` values at its own precision (half
+    its last written place; an integer's trailing zeros are placeholders, so ``20`` states
+    24.1 at one figure) or within ``relative`` of it."""
     value = number_value(written)
-    _, _, fraction = written.replace(",", "").partition(".")
-    tolerance = 0.5 * 10.0 ** -len(fraction)
-    for text in expected:
-        target = number_value(text)
-        if abs(value - target) <= max(tolerance, relative * abs(target)):
-            return True
-    return False
+    whole, _, fraction = written.replace(",", "").partition(".")
+    places = -len(fraction) if fraction else len(whole) - len(whole.rstrip("0"))
+    tolerance = 0.5 * 10.0**places
+    return any(abs(value - target) <= max(tolerance, relative * abs(target)) for target in expected)
 
 
 def check_position(
@@ -83,12 +80,13 @@ def check_position(
         return None
     firings = model.firings(tokens, i) if firings is None else firings
     relative = max(model.functions[f.reference.function].tolerance for f in firings)
-    agreeing = {
-        t
+    agreeing = [
+        value
         for f in firings
-        for t in model.functions[f.reference.function].agreeing(f.reference, f.probs)
-    }
-    if consistent(text, sorted(agreeing), relative):
+        for value in model.functions[f.reference.function].agreeing(f.reference, f.probs)
+    ]
+    likely = {t for f in firings for t, p in f.probs.items() if p >= LIKELY}
+    if text in likely or consistent(text, agreeing, relative):
         return None
     forms = [model.functions[f.reference.function].form(text, f.reference) for f in firings]
     posteriors = [model.form_posterior(f, form) for f, form in zip(firings, forms, strict=True)]
@@ -139,7 +137,8 @@ def corrupt(gold: str, function: str, rng: np.random.Generator) -> str:
         else:
             factor = rng.uniform(0.6, 0.9) if rng.random() < 0.5 else rng.uniform(1.12, 1.5)
             text = written(value * factor, len(fraction))
-        if is_number(text) and not consistent(text, [gold], 0.05 if function == "convert" else 0):
+        relative = 0.05 if function == "convert" else 0.0
+        if is_number(text) and not consistent(text, [value], relative):
             return text
     raise ValueError(f"no corruption found for {gold!r}")
 
