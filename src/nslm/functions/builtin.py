@@ -297,7 +297,9 @@ class YearsLater(Function):
     DIRECTIONS: ClassVar[dict[str, int]] = {"later": 1, "after": 1, "before": -1, "earlier": -1}
 
     def reference(self, tokens: Sequence[str], i: int) -> Reference | None:
-        for end in range(i, max(2, i - 6), -1):  # "N years later , in" reaches back
+        if tokens[i - 1] not in ("in", "by", "until"):  # "N years later , in ___"
+            return None
+        for end in range(i - 1, max(2, i - 6), -1):  # "N years later , in" reaches back
             if tokens[end - 1] in self.DIRECTIONS and tokens[end - 2] == "years":
                 break
         else:

@@ -44,6 +44,8 @@ BETA = 5.0  # the Dirichlet prior's weight at each finer level of the conditions
 CONTEXT_WORDS = 10  # tokens before the position that the confidence reads
 C_GRID = tuple(10.0**k for k in range(-3, 4))  # the logistic's inverse L2 strength
 MAX_WIDENINGS = 3
+MIN_VALID = 30  # validation positions (with both labels) below which folds of train decide
+FOLDS = 5
 VERSION = 1
 
 
@@ -302,9 +304,8 @@ def fit_confidence(rows: Sequence[Sample], c: float) -> Confidence:
     from sklearn.linear_model import LogisticRegression
 
     labels = np.array([r.right for r in rows])
-    rate = (labels.sum() + 0.5) / (len(labels) + 1.0)
     if labels.all() or not labels.any():
-        return Confidence(math.log(rate / (1 - rate)), {}, None)
+        return constant_confidence(rows)
     names = {k: j for j, k in enumerate(sorted({k for r in rows for k in r.features}))}
     fitted = LogisticRegression(C=c, max_iter=2000).fit(_matrix(rows, names), labels)
     weights = {k: float(fitted.coef_[0, j]) for k, j in names.items() if fitted.coef_[0, j] != 0}
@@ -320,37 +321,71 @@ def log_loss(confidence: Confidence, rows: Sequence[Sample]) -> float:
     return total / max(1, len(rows))
 
 
+def held_out_loss(train: Sequence[Sample], valid: Sequence[Sample], c: float | None) -> float:
+    """The log-loss of the confidence fitted at ``c`` (None: a constant) on ``valid``, or, where
+    valid cannot tell (fewer than :data:`MIN_VALID` positions, or one label only), its mean
+    over :data:`FOLDS` folds of ``train`` in order (each fold held out once)."""
+    fit = (
+        (lambda rows: constant_confidence(rows))
+        if c is None
+        else (lambda rows: fit_confidence(rows, c))
+    )
+    if enough(valid):
+        return log_loss(fit(train), valid)
+    losses = []
+    for k in range(FOLDS):
+        held = [row for j, row in enumerate(train) if j % FOLDS == k]
+        kept = [row for j, row in enumerate(train) if j % FOLDS != k]
+        losses.append(log_loss(fit(kept), held))
+    return float(np.mean(losses))
+
+
+def enough(valid: Sequence[Sample]) -> bool:
+    labels = {row.right for row in valid}
+    return len(valid) >= MIN_VALID and len(labels) == 2
+
+
+def constant_confidence(rows: Sequence[Sample]) -> Confidence:
+    """π = the rate of right positions in ``rows`` (add-½)."""
+    right = sum(row.right for row in rows)
+    rate = (right + 0.5) / (len(rows) + 1.0)
+    return Confidence(math.log(rate / (1 - rate)), {}, None)
+
+
 def choose_confidence(
     train: Sequence[Sample], valid: Sequence[Sample]
 ) -> tuple[Confidence, dict[str, Any]]:
-    """The confidence with the lowest valid log-loss: the logistic at each C of the grid
-    (widened by a decade past an edge it chooses, up to :data:`MAX_WIDENINGS` times) or a
-    constant π (the training rate). Returns it and the evidence."""
-    labels = np.array([r.right for r in train])
-    rate = (labels.sum() + 0.5) / (len(labels) + 1.0)
-    constant = Confidence(math.log(rate / (1 - rate)), {}, None)
-    if not valid:
-        return constant, {"kept": "constant", "why": "no validation positions"}
+    """The confidence with the lowest held-out log-loss (:func:`held_out_loss`: on valid,
+    or by folds of train where valid is too small to tell): the logistic at each C of the
+    grid (widened by a decade past an edge it chooses, up to :data:`MAX_WIDENINGS` times)
+    or a constant π (the training rate). Returns it and the evidence."""
     grid = list(C_GRID)
     tried: dict[float, float] = {}
     for _ in range(MAX_WIDENINGS + 1):
         for c in grid:
             if c not in tried:
-                tried[c] = log_loss(fit_confidence(train, c), valid)
+                tried[c] = held_out_loss(train, valid, c)
         best = min(tried, key=tried.get)
         if best not in (min(tried), max(tried)):
             break
         grid = [best / 10] if best == min(tried) else [best * 10]
     at_edge = best in (min(tried), max(tried))
+    constant_loss = held_out_loss(train, valid, None)
     evidence = {
-        "valid_log_loss": {f"{c:g}": round(v, 6) for c, v in sorted(tried.items())},
-        "constant_valid_log_loss": round(log_loss(constant, valid), 6),
+        "held_out": "valid" if enough(valid) else f"{FOLDS} folds of train (valid too small)",
+        "held_out_log_loss": {f"{c:g}": round(v, 6) for c, v in sorted(tried.items())},
+        "constant_held_out_log_loss": round(constant_loss, 6),
         "c": best,
         "c_at_grid_edge": at_edge,
         "train_positions": len(train),
         "valid_positions": len(valid),
-        "train_right": int(labels.sum()),
+        "train_right": sum(row.right for row in train),
     }
-    if evidence["constant_valid_log_loss"] <= tried[best]:
-        return constant, {**evidence, "kept": "constant"}
+    if at_edge:
+        evidence["why_at_edge"] = (
+            f"the held-out loss still fell at the widened grid's end after {MAX_WIDENINGS} "
+            "widenings: the labels are (nearly) separable by the context words"
+        )
+    if constant_loss <= tried[best]:
+        return constant_confidence(train), {**evidence, "kept": "constant"}
     return fit_confidence(train, best), {**evidence, "kept": "logistic"}
