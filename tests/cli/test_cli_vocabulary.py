@@ -49,6 +49,10 @@ VOCABULARY: dict[str, Word] = {
     "the text corpus read: a known name or a train/valid/test directory": Word("--corpus", "text"),
     "a labelled data set a probe fits and is tested on": Word("--dataset", "choice"),
     "a text file scored in place of a split": Word("--text", "path"),
+    "the text nslm check reads: a file, or - for standard input": Word("TEXT", "-"),
+    "the odds of a function's reading above which nslm check flags a number": Word(
+        "--threshold", "float"
+    ),
     "the splits scored": Word("--split", "list of text"),
     "the TOML file that configures a run": Word("--config", "file"),
     "a config key overridden": Word("--set", "list of text"),

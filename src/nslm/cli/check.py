@@ -14,7 +14,7 @@ from nslm.files.json_policy import json_text
 
 
 @click.command("check")
-@click.argument("text", default="-", metavar="[TEXT]")
+@click.argument("text", default="-", metavar="TEXT")
 @click.option(
     "--threshold",
     type=click.FloatRange(min=0.0, min_open=True),

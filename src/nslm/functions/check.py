@@ -22,7 +22,7 @@ ratio ≥ τ, τ chosen on WikiText-2 valid (:func:`choose_threshold`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -109,18 +109,25 @@ def check_documents(
     """The flags of ``documents`` at ratio ≥ ``threshold``, and how many of their numbers a
     function fired at (the numbers checked)."""
     flags, checked = [], 0
+    for d, tokens, i, firings in fired_numbers(model, documents):
+        checked += 1
+        flag = check_position(model, tokens, i, firings=firings)
+        if flag is not None and flag.ratio >= threshold:
+            flags.append(replace(flag, document=d))
+    return flags, checked
+
+
+def fired_numbers(
+    model: FunctionModel, documents: Sequence[Sequence[str]]
+) -> Iterator[tuple[int, Sequence[str], int, list[Firing]]]:
+    """(document, its tokens, position, the firings there) at every number a function fires
+    at: the numbers ``nslm check`` checks."""
     for d, tokens in enumerate(documents):
         for i in range(1, len(tokens)):
-            if not is_number(tokens[i]):
-                continue
-            firings = model.firings(tokens, i)
-            if not firings:
-                continue
-            checked += 1
-            flag = check_position(model, tokens, i, firings=firings)
-            if flag is not None and flag.ratio >= threshold:
-                flags.append(replace(flag, document=d))
-    return flags, checked
+            if is_number(tokens[i]):
+                firings = model.firings(tokens, i)
+                if firings:
+                    yield d, tokens, i, firings
 
 
 def corrupt(gold: str, function: str, rng: np.random.Generator) -> str:
@@ -168,18 +175,12 @@ def true_and_corrupt_ratios(
     corrupted value at each number a function computed right."""
     rng = np.random.default_rng(seed)
     untouched, corrupted = [], []
-    for tokens in documents:
-        for i in range(1, len(tokens)):
-            if not is_number(tokens[i]):
-                continue
-            firings = model.firings(tokens, i)
-            if not firings:
-                continue
-            flag = check_position(model, tokens, i, firings=firings)
-            untouched.append(0.0 if flag is None else flag.ratio)
-            right = [f for f in firings if tokens[i] in f.probs]
-            if right:
-                wrong = corrupt(tokens[i], right[0].reference.function, rng)
-                flag = check_position(model, tokens, i, wrong, firings)
-                corrupted.append(0.0 if flag is None else flag.ratio)
+    for _, tokens, i, firings in fired_numbers(model, documents):
+        flag = check_position(model, tokens, i, firings=firings)
+        untouched.append(0.0 if flag is None else flag.ratio)
+        right = [f for f in firings if tokens[i] in f.probs]
+        if right:
+            wrong = corrupt(tokens[i], right[0].reference.function, rng)
+            flag = check_position(model, tokens, i, wrong, firings)
+            corrupted.append(0.0 if flag is None else flag.ratio)
     return untouched, corrupted
