@@ -96,6 +96,7 @@ SYSTEM_STAGES = {
     "functions.check": 8,
     "functions.micro": 8,
     "functions.fitted": 8,
+    "functions.run": 8,
     "functions.api": 9,
 }
 STAGES.update(SYSTEM_STAGES)

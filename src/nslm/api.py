@@ -153,7 +153,9 @@ class NslmRun(_TrainedRun, _Generates[str]):
         return scorer.nslm(split, self.opened.micro).ensemble(self.opened.lam)
 
     def predict(self, prompt: str, k: int = 10, *, input_format: str = "plain") -> list[Prediction]:
-        """The ``k`` likeliest next tokens after ``prompt``, with each one's readings."""
+        """The ``k`` likeliest next tokens after ``prompt``, with each one's readings (the
+        run's functions mixed into the number classes where it has RUN/functions.json)."""
+        from nslm.functions.run import run_adjuster
         from nslm.generation.predict import predict
 
         got = predict(
@@ -163,6 +165,7 @@ class NslmRun(_TrainedRun, _Generates[str]):
             k=k,
             lam=self.opened.lam,
             input_format=input_format,
+            adjust=run_adjuster(self.loaded),
         )
         rows = got["nslm"] if self.has_micro else got["nnlm"]
         return [Prediction(r["token"], r["p"], tuple(r.get("breakdown", ()))) for r in rows]

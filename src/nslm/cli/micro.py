@@ -206,6 +206,12 @@ def _fit_run(
         models = fit_run_open(loaded, load_run_micro(loaded), fitting)
         written = write_run_open(loaded, models)
         click.echo(f"wrote {written} ({time.perf_counter() - start:.0f} s)")
+        if only is None:  # the functions that compute numbers, for predict (docs/functions.md)
+            from nslm.functions.run import fit_run_functions, write_run_functions
+
+            click.echo("  functions (convert, season, age, …)", err=True)
+            written = write_run_functions(Path(run), fit_run_functions(loaded))
+            click.echo(f"wrote {written} ({time.perf_counter() - start:.0f} s)")
 
 
 def _fit_corpus(

@@ -57,6 +57,10 @@ def predict_command(
     RUN/micro.json ('nslm micro fit RUN'). With context-aware micro-models, each class also
     shows the gate's weights: which micro-model the context chose.
 
+    When RUN/functions.json exists (written by 'nslm micro fit RUN'), the functions that
+    compute the next number (a unit conversion, a season, an age; docs/functions.md) are
+    mixed into the number classes.
+
     When RUN/open.json exists (also written by 'nslm micro fit RUN'), a third list follows:
     NSLM-open, whose open micro-models give years, numbers and places the vocabulary lacks
     their share of each class (marked *); --closed-vocab leaves it out.
@@ -85,7 +89,13 @@ def predict_command(
         # open micro-models extend the plain ones, whatever --micro chose for the NSLM
         open_models = run_open_models(opened.loaded, required=True)
     lam = opened.lam if lam is None else lam
-    result = predict(opened.loaded, opened.micro, prompt, k=k, lam=lam, input_format=input_format)
+    from nslm.functions.run import run_adjuster
+
+    adjust = run_adjuster(opened.loaded)  # RUN/functions.json mixed into the number classes
+    result = predict(
+        opened.loaded, opened.micro, prompt, k=k, lam=lam, input_format=input_format, adjust=adjust
+    )
+    result["functions"] = adjust is not None
     if open_models is not None:
         from nslm.generation.open_predict import open_predict_many, render_open
 

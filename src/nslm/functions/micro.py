@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from nslm.data.corpus import Split
+from nslm.data.numbers import NUMBER_CLASSES
 from nslm.functions.model import FunctionModel
 
 FUNCTIONS_COLUMN = "NSLM+functions"
@@ -116,3 +117,34 @@ def register() -> None:
     from nslm.evaluation.open_report import register_column
 
     register_column(FUNCTIONS_COLUMN, "functions")
+
+
+def mix_into_distribution(
+    full: Any,
+    functions: FunctionModel,
+    prompts: Sequence[Sequence[str]],
+    itos: Sequence[str],
+    class_names: Sequence[str],
+) -> None:
+    """The functions mixed into a :class:`~nslm.scores.distribution.FullDistribution` at the
+    end of each prompt (``prompts[n]``: row n's corpus tokens), class by class as
+    :class:`FunctionMicroModel` mixes them: within each number class c, P'(w | c) =
+    W_c · P_fun(w | w ∈ V_c) + (1 − W_c) · P(w | c). In place; ``source[c]`` says so."""
+    numbers = set(NUMBER_CLASSES)
+    firings = [functions.firings(tokens, len(tokens)) for tokens in prompts]
+    for c, (ids, logp) in full.within.items():
+        if class_names[c] not in numbers:
+            continue
+        members = {itos[i]: k for k, i in enumerate(ids.tolist())}
+        for row, fired in enumerate(firings):
+            weight, probs = functions.mixture(fired)
+            kept = {w: p for w, p in probs.items() if w in members}
+            total = sum(kept.values())
+            if weight <= 0 or total <= 0:
+                continue
+            vector = np.zeros(len(members))
+            for w, p in kept.items():
+                vector[members[w]] = p / total
+            with np.errstate(divide="ignore"):
+                logp[row] = np.log(weight * vector + (1 - weight) * np.exp(logp[row]))
+            full.source[c] = f"{full.source.get(c, 'micro')} + functions"

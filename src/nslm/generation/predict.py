@@ -13,7 +13,7 @@ of the corpus; otherwise ``<convert>`` falls back to its class unigram.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,10 @@ def nnlm_next(
     return last, loaded.model.heads["nnlm"].log_dist(last).double().numpy()
 
 
+# changes a full distribution in place, given each prompt's corpus tokens
+Adjust = Callable[[FullDistribution, list[list[str]]], None]
+
+
 def predict(
     loaded: LoadedRun,
     micro: dict[str, MicroModel],
@@ -75,15 +79,24 @@ def predict(
     lam: float = 0.0,
     n_within: int = 3,
     input_format: str = "plain",
+    adjust: Adjust | None = None,
 ) -> dict[str, Any]:
     """Top-k next tokens under the NNLM and the NSLM, with the NSLM's breakdown (Eq. 4).
 
     ``lam`` is the ensemble's λ (0 = the NSLM of Eq. 4 alone). Per class, its ``n_within``
     likeliest members with P(w | c), and for a class with a micro-model each member's value
-    and coordinates (a chart of years, a map of places).
+    and coordinates (a chart of years, a map of places). ``adjust``: see
+    :func:`predict_many`.
     """
     return predict_many(
-        loaded, micro, [prompt], k=k, lam=lam, n_within=n_within, input_format=input_format
+        loaded,
+        micro,
+        [prompt],
+        k=k,
+        lam=lam,
+        n_within=n_within,
+        input_format=input_format,
+        adjust=adjust,
     )[0]
 
 
@@ -97,11 +110,15 @@ def predict_many(
     lam: float = 0.0,
     n_within: int = 3,
     input_format: str = "plain",
+    adjust: Adjust | None = None,
 ) -> list[dict[str, Any]]:
     """:func:`predict` of several prompts at once: one backbone pass, one call of each
     micro-model and one full distribution for all of them (the explorer's concurrent
     requests). Without micro-models (``{}``: a run of neural heads only), the NNLM's list
-    alone, with ``nslm`` and ``classes`` empty."""
+    alone, with ``nslm`` and ``classes`` empty. ``adjust(full, tokens)``, where given,
+    changes the full distribution in place before it is read (``tokens``: each prompt's
+    corpus tokens): the hook a side system mixes itself in by (the functions,
+    ``nslm.functions.micro.mix_into_distribution``)."""
     batch = prompt_batch(loaded, prompts, input_format)
     scorer = loaded.scorer()
     last, nnlm = nnlm_next(loaded, scorer, batch)
@@ -109,6 +126,8 @@ def predict_many(
     if micro:
         rows, contexts = micro_contexts(micro, batch, last)
         full = scorer.distribution(last, micro, loaded.corpus.class_names, rows)
+        if adjust is not None:
+            adjust(full, batch.tokens)
         nslm = ensemble_log_probs(nnlm, full.marginal(), lam)
         per_class = class_entries(loaded, micro, full, contexts, last, n_within)
     results = []
