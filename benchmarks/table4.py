@@ -60,9 +60,8 @@ from pathlib import Path
 import numpy as np
 
 from machine import machine_info, today
-from nslm.data.numbers import NUMBER_CLASSES, number_value
+from nslm.data.numbers import NUMBER_CLASSES, number_class_mask, number_value
 from nslm.files.atomic import write_json_atomic
-from nslm.numerals.scoring import number_class_mask
 from nslm.numerals.value_metrics import (
     baseline_metrics,
     candidate_strings,

@@ -77,7 +77,7 @@ def test_counts_with_convert_folded_back(wt2_numbers: PreparedCorpus, monkeypatc
     from nslm.data.locate import locate_corpus
     from nslm.data.textfile import read_text
 
-    monkeypatch.setattr(numbers, "_conversion", lambda tokens, i: None)
+    monkeypatch.setattr(numbers, "conversion_at", lambda tokens, i: None)
     lines = read_text(locate_corpus("wikitext-2")["train"]).split("\n")
     tagged = tagging.tag_lines(lines, "numbers")
     got = {name: tagged.classes.count(name) for name in NUMBER_CLASSES}

@@ -16,6 +16,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from nslm.data.text import (
+    DOCUMENT_BREAK,
     INPUT_FORMATS,
     TEXT_FORMS,
     corpus_lines,
@@ -47,10 +48,10 @@ def _check(ok: bool, what: str, text: str) -> None:
 
 
 def text_target(data: bytes) -> None:
-    """Plain → tokens → plain, and a whole input → corpus lines, for one input."""
+    """Plain → tokens → plain, and a whole input → corpus lines (one per line, and a break
+    between documents), for one input."""
     text = decode(data)
-    lines = text.split("\n")
-    n_lines = len(lines) - (lines[-1] == "")
+    n_lines = expected_corpus_lines(text)
     for form in TEXT_FORMS:
         tokens = to_tokens(text, form)
         _check(all(isinstance(t, str) and t.split() == [t] for t in tokens), "a bad token", text)
@@ -60,6 +61,17 @@ def text_target(data: bytes) -> None:
             _check(len(got) == n_lines, f"{len(got)} corpus lines of {n_lines}", text)
             _check(not any("\n" in line for line in got), "a line break in a line", text)
             _check("\n" not in prompt_line(text, form, input_format), "prompt_line", text)
+
+
+def expected_corpus_lines(text: str) -> int:
+    """One corpus line per input line of each document (a trailing newline is not a line),
+    and one document break between two documents that hold lines (docs/text.md)."""
+    counts = []
+    for document in text.split(DOCUMENT_BREAK):
+        lines = document.split("\n")
+        counts.append(len(lines) - (lines[-1] == ""))
+    holding = [n for n in counts if n]
+    return sum(holding) + max(0, len(holding) - 1)
 
 
 # Pieces the rules look at, for hypothesis (the fuzzer finds them from its seeds).

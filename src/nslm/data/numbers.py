@@ -185,9 +185,14 @@ def can_be(cls: str, token: str) -> bool:
     raise KeyError(cls)
 
 
+def number_class_mask(split: Split, class_names: Sequence[str]) -> np.ndarray:
+    """Whether each token's rule class is a number class: the numerals, by rule."""
+    ids = [class_names.index(c) for c in NUMBER_CLASSES if c in class_names]
+    return np.isin(split.rule_class_ids, ids)
+
+
 def number_positions(split: Split, class_names: Sequence[str]) -> np.ndarray:
     """Positions of ``split`` whose rule class is a number class (Table 2's Numbers), less
     position 0, which has no history to be scored from."""
-    ids = [class_names.index(c) for c in NUMBER_CLASSES if c in class_names]
-    at = np.flatnonzero(np.isin(split.rule_class_ids, ids))
+    at = np.flatnonzero(number_class_mask(split, class_names))
     return at[at > 0]
