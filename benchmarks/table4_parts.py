@@ -20,9 +20,8 @@ from nslm.batches.streams import make_streams
 from nslm.data.conllu import conllu_text
 from nslm.data.fixed_vocab import TextSplit, prepare_text_file
 from nslm.data.locate import locate_corpus
-from nslm.data.numbers import number_value
+from nslm.data.numbers import number_positions, number_value
 from nslm.data.textfile import read_text
-from nslm.numerals.scoring import numeral_positions_of
 from nslm.numerals.value_metrics import value_metrics
 from nslm.perplexity import perplexity
 from nslm.runs.load import kept_weights
@@ -171,7 +170,7 @@ def prepare_texts(corpus, max_tokens: int = 0) -> Texts:
             text = replace(text, split=split, strings=text.strings[:max_tokens])
         texts[name] = text
     names = corpus.class_names
-    positions = {n: numeral_positions_of(t.split, names) for n, t in texts.items()}
+    positions = {n: number_positions(t.split, names) for n, t in texts.items()}
     return Texts(texts, positions, list(corpus.vocab.itos), max_tokens)
 
 

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from nslm.data.numbers import number_value
-from nslm.numerals.scoring import numeral_positions_of
+from nslm.data.numbers import number_positions, number_value
 from nslm.numerals.value_metrics import candidate_strings
 from nslm.numerals.values import candidate_types, predicted_values
 from nslm.runs.load import load_run
@@ -30,7 +29,7 @@ def test_every_mode_is_a_given_candidate(tiny_nslm_run: Path) -> None:
     loaded = load_run(tiny_nslm_run)
     corpus = loaded.corpus
     split = head_of(corpus.test, 6000)
-    positions = numeral_positions_of(split, corpus.class_names)[:60]
+    positions = number_positions(split, corpus.class_names)[:60]
     assert len(positions)
     candidates = candidate_strings(corpus)[::3]  # a subset, so the default would differ
     micro = load_run_micro(loaded)

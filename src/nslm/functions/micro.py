@@ -40,6 +40,30 @@ def split_documents(split: Split, itos: Sequence[str]) -> tuple[list[list[str]],
     return documents, np.arange(len(ids)) - first
 
 
+def within_class(
+    mixture: tuple[float, dict[str, float]], members: dict[str, int]
+) -> tuple[float, dict[str, float]]:
+    """(W_c, P_fun restricted to the ``members`` of V_c and renormalised there) from the
+    functions' ``mixture`` (W, P_fun); (0, {}) where none of their results is a member."""
+    weight, probs = mixture
+    kept = {w: p for w, p in probs.items() if w in members}
+    total = sum(kept.values())
+    if weight <= 0 or total <= 0:
+        return 0.0, {}
+    return weight, {w: p / total for w, p in kept.items()}
+
+
+def mixed_row(
+    weight: float, probs: dict[str, float], members: dict[str, int], row: np.ndarray
+) -> np.ndarray:
+    """log(W · P_fun + (1 − W) · exp(row)) over V_c (``members``: string → index in ``row``)."""
+    function = np.zeros(len(row))
+    for w, p in probs.items():
+        function[members[w]] = p
+    with np.errstate(divide="ignore"):
+        return np.log(weight * function + (1 - weight) * np.exp(row))
+
+
 class FunctionMicroModel:
     """Class c's micro-model ``base`` with ``functions`` mixed in (the module docstring); any
     other attribute is the base model's."""
@@ -49,35 +73,22 @@ class FunctionMicroModel:
         self.functions = functions
         self.itos = itos
         self.members = {s: k for k, s in enumerate(base.cls.candidates.strings)}
-        self._documents: tuple[int, list[list[str]], np.ndarray] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.base, name)
 
-    def _split_documents(self, split: Split) -> tuple[list[list[str]], np.ndarray, np.ndarray]:
-        key = id(split.token_ids)
-        if self._documents is None or self._documents[0] != key:
-            documents, offsets = split_documents(split, self.itos)
-            self._documents = (key, documents, offsets)
-        _, documents, offsets = self._documents
-        index = np.repeat(np.arange(len(documents)), [len(d) for d in documents])
-        return documents, offsets, index
-
     def weight_and_probs(self, tokens: Sequence[str], i: int) -> tuple[float, dict[str, float]]:
         """(W_c, P_fun restricted to V_c) at ``tokens[i]``; (0, {}) where no function fires or
         none of their results is a member of V_c."""
-        weight, probs = self.functions.mixture(self.functions.firings(tokens, i))
-        kept = {w: p for w, p in probs.items() if w in self.members}
-        total = sum(kept.values())
-        if not kept or total <= 0:
-            return 0.0, {}
-        return weight, {w: p / total for w, p in kept.items()}
+        mixture = self.functions.mixture(self.functions.firings(tokens, i))
+        return within_class(mixture, self.members)
 
     def log_prob_targets(self, split: Split, features: Any = None) -> np.ndarray:
         """The base model's per-position log P_MM(w_t | c_t), with the functions mixed in
         where they fire (NaN where the base has none)."""
         out = self.base.log_prob_targets(split, features)
-        documents, offsets, index = self._split_documents(split)
+        documents, offsets = split_documents(split, self.itos)
+        index = np.repeat(np.arange(len(documents)), [len(d) for d in documents])
         for t in np.flatnonzero(np.isfinite(out)):
             tokens = documents[index[t]]
             weight, probs = self.weight_and_probs(tokens, int(offsets[t]))
@@ -93,10 +104,7 @@ class FunctionMicroModel:
         weight, probs = self.weight_and_probs(tokens, i)
         if weight <= 0:
             return base_row
-        function = np.zeros(len(base_row))
-        for w, p in probs.items():
-            function[self.members[w]] = p
-        return np.log(weight * function + (1 - weight) * np.exp(base_row))
+        return mixed_row(weight, probs, self.members, base_row)
 
 
 def with_functions(
@@ -131,20 +139,16 @@ def mix_into_distribution(
     :class:`FunctionMicroModel` mixes them: within each number class c, P'(w | c) =
     W_c · P_fun(w | w ∈ V_c) + (1 − W_c) · P(w | c). In place; ``source[c]`` says so."""
     numbers = set(NUMBER_CLASSES)
-    firings = [functions.firings(tokens, len(tokens)) for tokens in prompts]
+    mixtures = [functions.mixture(functions.firings(tokens, len(tokens))) for tokens in prompts]
     for c, (ids, logp) in full.within.items():
         if class_names[c] not in numbers:
             continue
         members = {itos[i]: k for k, i in enumerate(ids.tolist())}
-        for row, fired in enumerate(firings):
-            weight, probs = functions.mixture(fired)
-            kept = {w: p for w, p in probs.items() if w in members}
-            total = sum(kept.values())
-            if weight <= 0 or total <= 0:
-                continue
-            vector = np.zeros(len(members))
-            for w, p in kept.items():
-                vector[members[w]] = p / total
-            with np.errstate(divide="ignore"):
-                logp[row] = np.log(weight * vector + (1 - weight) * np.exp(logp[row]))
+        mixed = False
+        for row, mixture in enumerate(mixtures):
+            weight, probs = within_class(mixture, members)
+            if weight > 0:
+                logp[row] = mixed_row(weight, probs, members, logp[row])
+                mixed = True
+        if mixed:  # the class's model, named once however many prompts the functions reach
             full.source[c] = f"{full.source.get(c, 'micro')} + functions"

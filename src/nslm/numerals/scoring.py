@@ -134,14 +134,10 @@ class NumeralScores:
         return out
 
 
-def numeral_positions_of(split: Split, class_names: Sequence[str]) -> np.ndarray:
-    """Positions whose rule class is a number class (position 0 has no history: unscored)."""
-    return number_positions(split, class_names)
-
-
 def numeral_positions(loaded: LoadedRun, split: str) -> np.ndarray:
-    """:func:`numeral_positions_of` the run's prepared ``split`` ("valid" or "test")."""
-    return numeral_positions_of(loaded.corpus.splits[split], loaded.corpus.class_names)
+    """:func:`~nslm.data.numbers.number_positions` of the run's prepared ``split`` ("valid"
+    or "test")."""
+    return number_positions(loaded.corpus.splits[split], loaded.corpus.class_names)
 
 
 @torch.no_grad()
@@ -175,7 +171,7 @@ def score_numerals(
             raise ValueError("a prepared split needs its token strings")
     if len(strings) != len(data):
         raise ValueError(f"{len(strings)} strings for a split of {len(data)} tokens")
-    at = numeral_positions_of(data, loaded.corpus.class_names)
+    at = number_positions(data, loaded.corpus.class_names)
     tokens = [strings[i] for i in at.tolist()]
     h = loaded.scorer().features_at(data, at)
     targets = numeral_targets(head.spec, tokens)
