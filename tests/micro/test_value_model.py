@@ -133,3 +133,21 @@ def test_a_fitted_mixture_puts_all_its_mass_somewhere(t: list[float]) -> None:
     assert np.exp(density.log_below(CAP, np.zeros(1)))[0] <= 1.0 + 1e-12
     assert density.weights.sum() == pytest.approx(1.0)
     assert (density.sigmas >= 0.02 - 1e-12).all()
+
+
+def test_a_previous_quantity_of_another_class_is_a_reference_where_its_magnitude_fits():
+    from nslm.micro.history import Context
+    from nslm.micro.open_values import log_refs
+
+    ctx = Context.from_values(
+        prev_value=np.array([np.nan, 50.0, 50.0, 300.0]),
+        quantity_value=np.array([12_480.0, 12_480.0, 5e9, 300.0]),
+    )
+    refs = log_refs(ctx, "prev", quantity_range=(1.0, 6.0))
+    assert refs.shape == (4, 2)
+    assert refs[0, 1] == pytest.approx(np.log10(12_480)) and np.isnan(refs[0, 0])
+    assert refs[1].tolist() == pytest.approx([np.log10(50), np.log10(12_480)])
+    assert np.isnan(refs[2, 1])  # 5e9 is beyond the class's range
+    assert np.isnan(refs[3, 1])  # the class's own previous value: not counted twice
+    # without a range (a model fitted before quantities were read) the own value alone
+    assert log_refs(ctx, "prev").shape == (4, 1)

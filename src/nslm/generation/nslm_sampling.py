@@ -100,7 +100,8 @@ class MicroContexts:
         self, position: int, token_id: int, cls: int, value: float, coords: np.ndarray
     ) -> None:
         """Record a token read as class ``cls``: it becomes w_prev of every class whose
-        context mask marks it (the class's own rule; its family in ``family`` mode)."""
+        context mask marks it (the class's own rule; its family in ``family`` mode), and the
+        previous quantity of every number class where it is one."""
         one = Split(
             name="step",
             token_ids=np.array([token_id], dtype=np.int32),
@@ -112,6 +113,9 @@ class MicroContexts:
             unk_id=self.unk_id,
         )
         for name, mm in self.micro.items():
+            quantity = self._ctx[name].quantity_value
+            if mm.cls.family == "numbers" and mm.cls.context_mask(one, "quantity")[0]:
+                quantity = one.values.copy()  # the article's previous quantity (history.py)
             if mm.cls.context_mask(one, mm.context)[0]:
                 self._ctx[name] = Context(
                     prev_index=np.array([position], dtype=np.int64),
@@ -119,7 +123,10 @@ class MicroContexts:
                     prev_value=one.values.copy(),
                     prev_coords=one.coords.copy(),
                     convert_target=np.full((1, MAX_TARGET_UNITS), np.nan),
+                    quantity_value=quantity,
                 )
+            else:
+                self._ctx[name] = replace(self._ctx[name], quantity_value=quantity)
 
 
 class NslmStepper:

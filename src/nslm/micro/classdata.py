@@ -22,6 +22,8 @@ from nslm.errors import NslmError
 from nslm.micro.history import Context, previous_index
 
 FAMILIES = {"numbers": NUMBER_CLASSES, "places": PLACE_CLASSES}
+# the numbers that count or measure (a context mode of its own, "quantity"): not the dates
+QUANTITY_CLASSES = tuple(c for c in NUMBER_CLASSES if c not in ("year", "day"))
 
 
 def precision_step(token: str) -> float:
@@ -119,7 +121,10 @@ class ClassData:
 
     def context(self, split: Split, positions: np.ndarray, mode: str) -> Context:
         prev = previous_index(self.context_mask(split, mode), split.article_ids)
-        return Context.at(split, positions, prev)
+        quantity = None
+        if self.family == "numbers":
+            quantity = previous_index(self.context_mask(split, "quantity"), split.article_ids)
+        return Context.at(split, positions, prev, quantity)
 
 
 def _candidates(corpus: PreparedCorpus, ids: np.ndarray, train_counts: np.ndarray) -> Candidates:
@@ -161,6 +166,9 @@ def builtin_class(corpus: PreparedCorpus, name: str) -> ClassData:
     counts = corpus.type_class_counts()[ids, cid]
     members = FAMILIES.get(family, (name,))
     family_ids = [corpus.class_names.index(m) for m in members if m in corpus.class_names]
+    quantity_ids = [
+        corpus.class_names.index(m) for m in QUANTITY_CLASSES if m in corpus.class_names
+    ]
 
     def target_mask(split: Split) -> np.ndarray:
         return split.class_ids == cid
@@ -168,6 +176,8 @@ def builtin_class(corpus: PreparedCorpus, name: str) -> ClassData:
     def context_mask(split: Split, mode: str) -> np.ndarray:
         if mode == "class":
             return split.rule_class_ids == cid
+        if mode == "quantity":
+            return np.isin(split.rule_class_ids, quantity_ids)
         return np.isin(split.rule_class_ids, family_ids)
 
     return ClassData(

@@ -30,6 +30,7 @@ from nslm.micro.logspace import log_normalise, logsumexp
 from nslm.micro.model import MicroModel, metric_matrix
 
 L2_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
+L2_WIDEST = (1e-8, 1e3)  # how far a choice at a grid's edge widens it
 
 
 def as_rows(H: Any) -> np.ndarray:
@@ -133,24 +134,42 @@ class GatedMixture:
         start = np.zeros(self.n_components * (self.dim + 1))
         start[self.n_components * self.dim :] = _log_prior(L)  # begin at the best fixed mix
         self.valid_nll_by_l2: dict[float, float] = {}
-        best = None
-        for l2 in self.l2_grid:
-            res = minimize(
-                self._objective,
-                start,
-                args=(H, L, l2),
-                jac=True,
-                method="L-BFGS-B",
-                options={"maxiter": max_iter},
-            )
-            self._set(res.x)
-            valid = float(-self.log_prob(Hv, Lv).mean())
-            self.valid_nll_by_l2[l2] = valid
-            if best is None or valid < best[0]:
-                best = (valid, l2, res.x.copy())
-        self.valid_nll_, self.l2_, theta = best
+        fits: dict[float, tuple[float, np.ndarray, bool, int]] = {}
+        grid = sorted(self.l2_grid)
+        while True:
+            for l2 in grid:
+                if l2 in fits:
+                    continue
+                res = minimize(
+                    self._objective,
+                    start,
+                    args=(H, L, l2),
+                    jac=True,
+                    method="L-BFGS-B",
+                    options={"maxiter": max_iter},
+                )
+                self._set(res.x)
+                valid = float(-self.log_prob(Hv, Lv).mean())
+                self.valid_nll_by_l2[l2] = valid
+                fits[l2] = (valid, res.x.copy(), bool(res.success), int(res.nit))
+            best = min(grid, key=lambda l2: fits[l2][0])
+            # a choice at an edge of the grid is not an estimate: widen it by a decade there
+            if best == grid[-1] and best * 10 <= L2_WIDEST[1]:
+                grid.append(best * 10)
+            elif best == grid[0] and len(grid) > 1 and best / 10 >= L2_WIDEST[0]:
+                grid.insert(0, best / 10)
+            else:
+                break
+        self.l2_grid = tuple(grid)
+        self.l2_ = best
+        self.valid_nll_, theta, self.converged_, self.iterations_ = fits[best]
         self._set(theta)
         return self
+
+    @property
+    def l2_at_edge(self) -> bool:
+        """Whether the chosen L2 weight is still at an edge of the (widened) grid."""
+        return self.l2_ in (min(self.l2_grid), max(self.l2_grid))
 
     def _set(self, theta: np.ndarray) -> None:
         K, D = self.n_components, self.dim
@@ -176,6 +195,8 @@ class GatedMixture:
             "l2_grid": list(self.l2_grid),
             "l2": getattr(self, "l2_", None),
             "valid_nll": getattr(self, "valid_nll_", None),
+            "converged": getattr(self, "converged_", None),
+            "iterations": getattr(self, "iterations_", None),
         }
 
     def tensors(self) -> dict[str, np.ndarray]:
@@ -197,6 +218,7 @@ class GatedMixture:
                 raise NslmError(f"gate tensor {name} {value.shape} does not fit {params}")
             setattr(gate, name, value)
         gate.l2_, gate.valid_nll_ = params.get("l2"), params.get("valid_nll")
+        gate.converged_, gate.iterations_ = params.get("converged"), params.get("iterations")
         return gate
 
 

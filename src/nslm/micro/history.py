@@ -58,6 +58,14 @@ class Context:
     prev_value: np.ndarray  # (B,) float64, NaN if none
     prev_coords: np.ndarray  # (B, 2) float64, NaN if none
     convert_target: np.ndarray  # (B, U) float64: the quantity in U plausible units; NaN if none
+    # (B,) float64: the previous quantity of the article, a number of any class but a year or
+    # a day (a count, a price, a measure), NaN if none; the open value models' second
+    # reference (micro/open_values.py), so "12,480 … rising to" can read 12,480 at a <round>
+    quantity_value: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.quantity_value is None:
+            self.quantity_value = np.full(len(self.prev_index), np.nan)
 
     def __len__(self) -> int:
         return len(self.prev_index)
@@ -69,13 +77,15 @@ class Context:
             prev_value=self.prev_value[index],
             prev_coords=self.prev_coords[index],
             convert_target=self.convert_target[index],
+            quantity_value=self.quantity_value[index],
         )
 
     def unique(self) -> tuple[Context, np.ndarray]:
         """The distinct contexts and, per row, which one it is: (U rows, inverse (B,)).
 
         A micro-model's distribution over V_c depends on the context's content only (the
-        previous token's id, value, coordinates and conversion targets), and years, cities
+        previous token's id, value, coordinates, conversion targets and previous quantity),
+        and years, cities
         and countries recur, so scoring the U distinct contexts instead of all B rows saves
         most of the work. ``prev_index`` (a position) is left out of the key; the first row
         of each group keeps its own. Rows compare by their bytes, so NaN matches NaN.
@@ -88,6 +98,7 @@ class Context:
                 self.prev_value,
                 self.prev_coords.reshape(len(self), -1),
                 self.convert_target.reshape(len(self), -1),
+                self.quantity_value,
             ]
         )
         key = np.ascontiguousarray(key)
@@ -103,22 +114,35 @@ class Context:
             prev_value=self.prev_value[:, None],
             prev_coords=self.prev_coords[:, None, :],
             convert_target=self.convert_target[:, None],
+            quantity_value=self.quantity_value[:, None],
         )
 
     @classmethod
-    def at(cls, split: Split, positions: np.ndarray, prev: np.ndarray) -> Context:
-        """The context of ``positions`` given the previous-token index array of the split."""
+    def at(
+        cls,
+        split: Split,
+        positions: np.ndarray,
+        prev: np.ndarray,
+        quantity_prev: np.ndarray | None = None,
+    ) -> Context:
+        """The context of ``positions`` given the previous-token index array of the split
+        (and, for a number class, that of the quantities: :func:`previous_index`)."""
         p = prev[positions]
         has = p >= 0
         safe = np.where(has, p, 0)
         prev_value = np.where(has, split.values[safe], np.nan)
         prev_coords = np.where(has[:, None], split.coords[safe], np.nan)
+        quantity = None
+        if quantity_prev is not None:
+            q = quantity_prev[positions]
+            quantity = np.where(q >= 0, split.values[np.maximum(q, 0)], np.nan)
         return cls(
             prev_index=p,
             prev_ids=np.where(has, split.token_ids[safe].astype(np.int64), -1),
             prev_value=prev_value,
             prev_coords=prev_coords,
             convert_target=split.convert_targets[positions].astype(np.float64),
+            quantity_value=quantity,
         )
 
     @classmethod
@@ -128,11 +152,11 @@ class Context:
         prev_coords: np.ndarray | None = None,
         convert_target: np.ndarray | None = None,
         prev_ids: np.ndarray | None = None,
+        quantity_value: np.ndarray | None = None,
     ) -> Context:
         """A context built by hand (tests, ``nslm predict``): missing fields become NaN/-1."""
-        sizes = [
-            len(a) for a in (prev_value, prev_coords, convert_target, prev_ids) if a is not None
-        ]
+        given = (prev_value, prev_coords, convert_target, prev_ids, quantity_value)
+        sizes = [len(a) for a in given if a is not None]
         n = sizes[0] if sizes else 0
 
         def floats(a: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -145,4 +169,5 @@ class Context:
             prev_value=floats(prev_value, (n,)),
             prev_coords=floats(prev_coords, (n, 2)).reshape(n, 2),
             convert_target=floats(convert_target, (n,)).reshape(n, -1),
+            quantity_value=floats(quantity_value, (n,)),
         )

@@ -20,6 +20,7 @@ import numpy as np
 
 from nslm.data.places import PLACE_CLASSES, chunk_token, load_gazetteer
 from nslm.micro.classdata import Candidates, ClassData, precision_step
+from nslm.micro.fit_checks import Parameter
 from nslm.micro.gated import RESTRICTIONS
 from nslm.micro.history import Context
 from nslm.micro.logspace import log_normalise, logit, logsumexp, sigmoid
@@ -187,6 +188,11 @@ class EnumeratedBase:
 
     def free_start(self) -> list[float]:
         return [logit(self.epsilon), self.power] if self.places else [logit(self.epsilon)]
+
+    def free_parameters(self) -> list[Parameter]:
+        """What :meth:`free_start` holds: ε, then τ for places."""
+        weight = [Parameter("epsilon", "weight")]
+        return [*weight, Parameter("power")] if self.places else weight
 
     def with_free(self, theta: np.ndarray) -> EnumeratedBase:
         out = copy.copy(self)  # keeps what __post_init__ computed: the weights change only

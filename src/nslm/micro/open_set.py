@@ -57,10 +57,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 
 from nslm.data.corpus import Split
 from nslm.errors import NslmError
+from nslm.micro.fit_checks import Parameter, fit_lbfgs, not_fitted
 from nslm.micro.gated import (
     L2_GRID,
     RESTRICTIONS,
@@ -137,6 +137,8 @@ class OpenMicroModel:
         with np.errstate(divide="ignore"):
             self.log_freq = np.log(counts) - np.log(max(counts.sum(), 1.0))
         self.known = {s: i for i, s in enumerate(self.cls.candidates.strings)}
+        # per fitted parameter: value, converged, iterations, at_bound (micro/fit_checks.py)
+        self.fits: dict[str, dict[str, Any]] = {}
 
     # -- fitting ---------------------------------------------------------------------------
 
@@ -173,19 +175,22 @@ class OpenMicroModel:
                 count += len(r)
             return -total / max(count, 1)
 
-        start = np.array([0.0, 0.0, *base.free_start()])
-        result = minimize(loss, start, method="L-BFGS-B", options={"maxiter": 60})
-        fitted = base.with_free(result.x[2:])
-        weight = KnownWeight(float(result.x[0]), float(result.x[1]))
-        cache_weight, cache_how = fit_cache_weight(
+        start = [0.0, 0.0, *base.free_start()]
+        parameters = [Parameter("a"), Parameter("b"), *base.free_parameters()]
+        theta, best, fits = fit_lbfgs(loss, start, parameters)
+        fitted = base.with_free(theta[2:])
+        weight = KnownWeight(float(theta[0]), float(theta[1]))
+        cache_weight, cache_how, cache_fits = fit_cache_weight(
             fitted, weight, train, (positions, index, halves), freqs, ctx, rng
         )
         how = (
             f"deleted estimation on the two halves of the training articles "
             f"({sum(map(len, rows)):,} held-out tokens, L-BFGS): "
-            f"held-out log-likelihood {-result.fun:.4f} a token; {cache_how}"
+            f"held-out log-likelihood {-best:.4f} a token; {cache_how}"
         )
-        return cls(micro, fitted, weight, how, cache_weight=cache_weight)
+        model = cls(micro, fitted, weight, how, cache_weight=cache_weight)
+        model.fits = {**fits, **cache_fits}
+        return model
 
     # -- the gate on the LM's state --------------------------------------------------------
 
@@ -282,6 +287,18 @@ class OpenMicroModel:
         gate.fit(as_rows(H_train), L, as_rows(H_valid), Lv)
         self.gate_valid_nll = {"ungated": float(-Lv[:, 0].mean()), "gated": gate.valid_nll_}
         self.gate = gate if gate.valid_nll_ < self.gate_valid_nll["ungated"] else None
+        self.fits["gate_l2"] = {
+            "value": gate.l2_,
+            "converged": gate.converged_,
+            "iterations": gate.iterations_,
+            "at_bound": gate.l2_at_edge,
+            "kept": self.gate is not None,
+        }
+        if gate.l2_at_edge:
+            self.fits["gate_l2"]["why"] = (
+                f"the grid was widened to {min(gate.l2_grid):g} … {max(gate.l2_grid):g}, "
+                "its limit, and the choice is still at its edge"
+            )
         return self.gate is not None
 
     def fit_known_shape(self, valid: Split) -> str:
@@ -375,16 +392,19 @@ class OpenMicroModel:
         return self._with_cache(self._log_prob_open(strings, ctx), strings, cache)
 
     def _log_prob_open(self, strings: list[str], ctx: Context) -> np.ndarray:
-        """The ungated model's log P_open of each row's string, without a cache."""
-        known, log_z = self._known_and_z(ctx)
+        """The ungated model's log P_open of each row's string, without a cache. The
+        distribution over V_c is computed once per distinct context (many strings at one
+        context: a sum over the open set, micro/open_sums.py)."""
+        distinct, which = ctx.unique()
+        known, log_z = self._known_and_z(distinct)
         out = np.full(len(strings), -np.inf)
         index = np.array([self.known.get(s, -1) for s in strings], dtype=np.int64)
         seen = index >= 0
-        out[seen] = known[np.flatnonzero(seen), index[seen]]
+        out[seen] = known[which[seen], index[seen]]
         new = np.flatnonzero(~seen)
         if len(new):
             log_v = self.base.log_v_strings([strings[i] for i in new], ctx.rows(new))
-            out[new] = log_v - log_z[new]
+            out[new] = log_v - log_z[which[new]]
         return out
 
     def log_new_mass(
@@ -454,6 +474,7 @@ class OpenMicroModel:
         if hasattr(self, "gate_valid_nll"):
             out["gate_valid_nll"] = self.gate_valid_nll
         out["cache_weight"] = dataclasses.asdict(self.cache_weight)
+        out["fits"] = self.fits
         out["known_shape"] = self.known_shape
         if hasattr(self, "known_shape_valid_nll"):
             out["known_shape_valid_nll"] = self.known_shape_valid_nll
@@ -487,6 +508,7 @@ class OpenMicroModel:
         for evidence in ("gate_valid_nll", "known_shape_valid_nll"):  # why each choice was made
             if evidence in params:
                 setattr(model, evidence, params[evidence])
+        model.fits = dict(params.get("fits", {}))
         return model
 
 
@@ -511,10 +533,11 @@ def fit_cache_weight(
     freqs: list[np.ndarray],
     ctx: Context,
     rng: np.random.Generator,
-) -> tuple[CacheWeight, str]:
+) -> tuple[CacheWeight, str, dict[str, dict[str, Any]]]:
     """α and β of the cache (:mod:`nslm.micro.open_cache`) by deleted estimation: per half,
     the other half's class tokens whose cache of members unseen in the counting half is not
-    empty, scored by the open model that half would have had."""
+    empty, scored by the open model that half would have had. Returns the weight, how it was
+    fitted and the fit's report (:func:`nslm.micro.fit_checks.fit_lbfgs`)."""
     positions, index, halves = class_positions
     rows: list[tuple[np.ndarray, np.ndarray, TextCache]] = []  # (log P_open, share, cache)
     for h, log_freq in enumerate(freqs):
@@ -534,7 +557,8 @@ def fit_cache_weight(
         keep = np.isfinite(target) | (share > 0)
         rows.append((target[keep], share[keep], cache.rows(some[keep])))
     if not rows:
-        return CacheWeight(), "no held-out token had a cache of new members: no cache"
+        why = "no held-out token had a cache of new members: no cache"
+        return CacheWeight(), why, not_fitted(("cache_alpha", "cache_beta"), why)
     target = np.concatenate([r[0] for r in rows])
     share = np.concatenate([r[1] for r in rows])
     cache = TextCache([c for r in rows for c in r[2].counts])
@@ -545,11 +569,12 @@ def fit_cache_weight(
         log_k, log_rest = CacheWeight(*theta).log_kappa(cache)
         return -float(np.logaddexp(log_rest + target, log_k + log_share).mean())
 
-    result = minimize(loss, np.array([-2.0, 0.0]), method="L-BFGS-B", options={"maxiter": 60})
-    fitted = CacheWeight(*(float(x) for x in result.x))
-    gain = loss(np.array([-30.0, 0.0])) - result.fun
+    parameters = [Parameter("cache_alpha"), Parameter("cache_beta")]
+    theta, best, fits = fit_lbfgs(loss, [-2.0, 0.0], parameters)
+    fitted = CacheWeight(*(float(x) for x in theta))
+    gain = loss(np.array([-30.0, 0.0])) - best
     how = (
         f"cache of new members: {len(target):,} held-out tokens with one, "
         f"κ = σ({fitted.alpha:.2f} + {fitted.beta:.2f} · log n), {gain:+.4f} nats a token"
     )
-    return fitted, how
+    return fitted, how, fits

@@ -8,8 +8,10 @@ spelling model of :mod:`nslm.micro.number_spellings` with the value density
 
     (1 − λ) · p(log10 x) + λ · p'(log10 x − log10 r)
 
-(:mod:`nslm.micro.value_density`), r the previous value of the article (or each quantity a
-conversion converts, for ``<convert>``), the first part alone where there is none. η and λ
+(:mod:`nslm.micro.value_density`), r the class's previous value in the article and the
+article's previous quantity of any other class where its magnitude is within the class's own
+range (the ratio density averaged over the two), or each quantity a conversion converts, for
+``<convert>``; the first part alone where there is none. η and λ
 are free parameters of the deleted estimation (:mod:`nslm.micro.open_set`); while it runs,
 P_MM is renormalised over the members the counting half has seen, as the model that half
 would have had.
@@ -25,6 +27,7 @@ import numpy as np
 
 from nslm.data.corpus import Split
 from nslm.data.numbers import is_number, number_value
+from nslm.micro.fit_checks import Parameter
 from nslm.micro.history import Context
 from nslm.micro.logspace import logit, logsumexp, sigmoid
 from nslm.micro.model import MicroModel
@@ -50,9 +53,24 @@ def reference_kind(micro: MicroModel) -> str:
     return "convert" if "convert_target" in micro.metric.needs else "prev"
 
 
-def log_refs(ctx: Context, kind: str) -> np.ndarray:
-    """log10 of each row's reference values (B, R), NaN where none (or not positive)."""
-    refs = ctx.convert_target if kind == "convert" else ctx.prev_value[:, None]
+def log_refs(
+    ctx: Context, kind: str, quantity_range: tuple[float, float] | None = None
+) -> np.ndarray:
+    """log10 of each row's reference values (B, R), NaN where none (or not positive): the
+    conversion's quantities, or the class's previous value and, with ``quantity_range``
+    (log10 bounds of the class's own values), the article's previous quantity of any class
+    where its magnitude is within them and it is not that same value."""
+    if kind == "convert":
+        refs = ctx.convert_target
+    elif quantity_range is None:
+        refs = ctx.prev_value[:, None]
+    else:
+        lo, hi = quantity_range
+        quantity = np.asarray(ctx.quantity_value, float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            log_q = np.log10(np.where(quantity > 0, quantity, np.nan))
+            fits = (log_q >= lo) & (log_q <= hi) & (quantity != ctx.prev_value)
+        refs = np.column_stack([ctx.prev_value, np.where(fits, quantity, np.nan)])
     refs = np.asarray(refs, float).reshape(len(ctx), -1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(refs > 0, np.log10(np.where(refs > 0, refs, 1.0)), np.nan)
@@ -160,6 +178,9 @@ class ValueBase:
     reference: str
     lam: float = 0.5  # weight of the ratio density where a reference exists
     eta: float = 0.5  # weight of the value model against the class's own micro-model
+    # log10 of the 1st and 99th percentiles of the class's training values: an article's
+    # previous quantity of another class is a reference where it falls within them
+    quantity_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         name = self.micro.cls.name
@@ -192,7 +213,7 @@ class ValueBase:
         return ok, log_z
 
     def components(self, ctx: Context) -> dict[str, np.ndarray]:
-        refs = log_refs(ctx, self.reference)
+        refs = log_refs(ctx, self.reference, self.quantity_range)
         ok, log_z = self._ratio_rows(refs)
         ratio = np.full((len(ctx), len(self.vc_ok)), -np.inf)
         if ok.any() and self.ratio is not None:
@@ -225,7 +246,7 @@ class ValueBase:
         sps = [spellings[i] for i in rows]
         free = spelling_paired(sps, np.zeros((len(rows), 1)), self.free, self.precision)
         free = free - self.log_z_free
-        refs = log_refs(ctx.rows(rows), self.reference)
+        refs = log_refs(ctx.rows(rows), self.reference, self.quantity_range)
         ok, log_z = self._ratio_rows(refs)
         ratio = np.full(len(rows), -np.inf)
         if ok.any() and self.ratio is not None:
@@ -242,7 +263,7 @@ class ValueBase:
         0–2 decimals, grouped and not; and the enumerated members of the round class."""
         steps = np.linspace(-2, 2, 17)
         centres = [(self.free.means[:, None] + self.free.sigmas[:, None] * steps).ravel()]
-        refs = log_refs(ctx, self.reference)[0]
+        refs = log_refs(ctx, self.reference, self.quantity_range)[0]
         if self.ratio is not None:
             grid = (self.ratio.means[:, None] + self.ratio.sigmas[:, None] * steps).ravel()
             centres += [grid + r for r in refs[np.isfinite(refs)]]
@@ -265,6 +286,11 @@ class ValueBase:
     def free_start(self) -> list[float]:
         return [logit(self.eta)] + ([logit(self.lam)] if self.ratio is not None else [])
 
+    def free_parameters(self) -> list[Parameter]:
+        """What :meth:`free_start` holds: η, then λ where a ratio density exists."""
+        eta = [Parameter("eta", "weight")]
+        return [*eta, Parameter("lambda", "weight")] if self.ratio is not None else eta
+
     def with_free(self, theta: np.ndarray) -> ValueBase:
         out = copy.copy(self)  # keeps what __post_init__ computed: the weights change only
         out.eta = float(np.clip(sigmoid(theta[0]), 1e-9, 1 - 1e-9))
@@ -284,6 +310,7 @@ class ValueBase:
                 params["reference"],
                 params["lambda"],
                 params["eta"],
+                _range(params.get("quantity_range")),
             )
         assert train is not None, "a value model is fitted on the training split"
         kind = reference_kind(micro)
@@ -296,9 +323,13 @@ class ValueBase:
             return log_interval_mass(lo[None, :], hi[None, :], np.zeros((1, 1)), free)[0]
 
         precision = Precision.fit(tokens, log_mass=free_mass)
-        samples = ratio_samples(micro, train, kind)
+        quantity_range = None
+        if kind == "prev" and (values > 0).any():
+            lo, hi = np.percentile(np.log10(values[values > 0]), [1, 99])
+            quantity_range = (float(lo), float(hi))
+        samples = ratio_samples(micro, train, kind, quantity_range)
         ratio = LogMixture.fit(samples) if len(samples) >= 20 else None
-        return cls(micro, precision, free, ratio, kind)
+        return cls(micro, precision, free, ratio, kind, quantity_range=quantity_range)
 
     def get_params(self) -> dict[str, Any]:
         return {
@@ -309,16 +340,26 @@ class ValueBase:
             "precision": self.precision.get_params(),
             "free": self.free.get_params(),
             "ratio": self.ratio.get_params() if self.ratio is not None else None,
+            "quantity_range": list(self.quantity_range) if self.quantity_range else None,
             "exponents": EXPONENTS.tolist(),
         }
 
 
-def ratio_samples(micro: MicroModel, train: Split, kind: str) -> np.ndarray:
+def _range(saved: list[float] | None) -> tuple[float, float] | None:
+    return (float(saved[0]), float(saved[1])) if saved else None
+
+
+def ratio_samples(
+    micro: MicroModel,
+    train: Split,
+    kind: str,
+    quantity_range: tuple[float, float] | None = None,
+) -> np.ndarray:
     """log10(x / r) at the class's training tokens that have a reference (the nearest)."""
     positions, index = micro.cls.positions(train)
     ctx = micro.cls.context(train, positions, micro.context)
     x = micro.cls.candidates.values[index]
-    refs = log_refs(ctx, kind)
+    refs = log_refs(ctx, kind, quantity_range)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.log10(x)[:, None] - refs
     t = np.where(np.isfinite(t), t, np.nan)
