@@ -13,7 +13,7 @@ from nslm.data.tagging import CLASS_CHOICES
 from nslm.errors import NslmError
 
 if TYPE_CHECKING:
-    from nslm.config.train import TrainConfig
+    from nslm.config.train_config import TrainConfig
 
 # Spithourakis & Riedel (2018)'s numeral models (numerals/model.py; docs/numerals.md)
 NUMERAL_MODELS = (

@@ -8,7 +8,8 @@ import torch
 from torch import Tensor, nn
 
 from nslm.config import TrainConfig
-from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
+from nslm.models.heads import HNLMHead, NNLMHead
+from nslm.models.hnlm_layout import HNLMLayout
 
 if TYPE_CHECKING:
     from nslm.numerals.vocab import NumeralSpec

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 
 from nslm.config.checks import CHOICES
 from nslm.data.numbers import is_number, number_value
-from nslm.models.heads import SoftmaxLayer
+from nslm.models.softmax import SoftmaxLayer
 from nslm.numerals.branches import DigitDecoder, DigitEncoder, NumeralMoG
 from nslm.numerals.vocab import NumeralSpec, char_ids, precision
 

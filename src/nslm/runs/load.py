@@ -15,7 +15,7 @@ from nslm.data.corpus import PreparedCorpus
 from nslm.data.text import text_form_of
 from nslm.errors import NslmError
 from nslm.files.json_policy import read_json
-from nslm.models.heads import HNLMLayout
+from nslm.models.hnlm_layout import HNLMLayout
 from nslm.models.lm import LanguageModel
 from nslm.numerals.vocab import NumeralSpec
 from nslm.runs.files import load_model_tensors

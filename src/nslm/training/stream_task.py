@@ -18,7 +18,7 @@ from nslm.config import TrainConfig, class_rules_of
 from nslm.data.corpus import PreparedCorpus
 from nslm.data.numbers import number_positions
 from nslm.errors import NslmError
-from nslm.models.heads import HNLMLayout
+from nslm.models.hnlm_layout import HNLMLayout
 from nslm.models.lm import LanguageModel
 from nslm.numerals.vocab import NumeralSpec
 from nslm.perplexity import perplexity
