@@ -1,7 +1,8 @@
 """Functions that compute: where they apply in WikiText-2, how often they are right, and how
 well ``nslm check`` finds numbers that disagree with them.
 
-    python benchmarks/functions.py [--run RUN] [--out benchmarks/results/functions_check.json]
+    python benchmarks/functions/functions.py [--run RUN]
+        [--out benchmarks/results/functions_check.json]
 
 Fits every registered function on WikiText-2 train and chooses its confidence (and
 ``nslm check``'s τ) on valid (:func:`nslm.functions.fitted.fit_on_corpus`), then writes:
@@ -16,7 +17,7 @@ Fits every registered function on WikiText-2 train and chooses its confidence (a
   valid grid; ``examples``, the first flags of the untouched test text;
 - ``fits``: each confidence's choice on valid, and the writing PDF's outcomes;
 - ``lstm`` (with ``--run RUN``): NNLM, NSLM and NSLM+functions on WikiText-2 test and EWT
-  (benchmarks/functions_lstm.py).
+  (benchmarks/functions/functions_lstm.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from functions_lstm import lstm_rows
 from machine import machine_info, today
 from nslm.data.locate import locate_corpus
@@ -37,7 +39,7 @@ from nslm.functions.documents import corpus_file_documents
 from nslm.functions.fitted import MAX_FALSE_FLAGS, fit_on_corpus
 from nslm.functions.model import FunctionModel
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPLITS = ("train", "valid", "test")
 
 
@@ -96,7 +98,7 @@ def main() -> None:
     documents = {s: corpus_file_documents(paths[s], "none") for s in SPLITS}
     model = fit_on_corpus()
     result = {
-        "command": "python " + shlex.join(["benchmarks/functions.py", *sys.argv[1:]]),
+        "command": "python " + shlex.join(["benchmarks/functions/functions.py", *sys.argv[1:]]),
         "date": today(),
         "functions": {n: type(f).description for n, f in model.functions.items()},
         "coverage": coverage(model, documents),

@@ -1,18 +1,22 @@
 """The functions inside the LSTM NSLM: NNLM, NSLM and NSLM+functions on WikiText-2 test and
-EWT, for benchmarks/functions.py (``--run RUN``).
+EWT, for benchmarks/functions/functions.py (``--run RUN``).
 
 The NSLM's micro-models of the number classes get the functions mixed in
 (:class:`nslm.functions.micro.FunctionMicroModel`); each column is the ensemble λ·NNLM +
 (1 − λ)·NSLM with λ tuned on valid Numbers, proper (every OOV token spelt), as
-benchmarks/open_vocab.py scores it.
+benchmarks/open_vocab/open_vocab.py scores it.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
+
+from bits_per_byte import class_bits_per_byte
 from nslm.data.fixed_vocab import prepare_text, prepare_text_file
 from nslm.data.locate import locate_corpus
 from nslm.data.numbers import NUMBER_CLASSES
@@ -22,8 +26,7 @@ from nslm.functions.model import FunctionModel
 from nslm.perplexity import perplexity
 from nslm.runs.open import open_run
 from nslm.scores.spelling import fit_spelling
-from open_vocab import class_bits_per_byte
-from table4_parts import ewt_text
+from texts import ewt_text
 
 COLUMNS = ("NNLM", "NSLM", FUNCTIONS_COLUMN)
 

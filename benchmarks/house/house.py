@@ -1,7 +1,7 @@
 """The house's install and distribution figures: the lock, a fresh setup from it, two
 setups compared, the wheel test, and training on two "nodes" against one.
 
-    python benchmarks/house.py [--out benchmarks/results/house.json] [--skip-setup]
+    python benchmarks/house/house.py [--out benchmarks/results/house.json] [--skip-setup]
 
 Writes benchmarks/results/house.json:
 
@@ -52,11 +52,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]  # the nodes' launcher shared with test_multinode
+ROOT = Path(__file__).resolve().parents[2]
+# the shared helpers, and the nodes' launcher shared with tests/training/test_multinode.py
+sys.path[:0] = [str(ROOT / "benchmarks" / "common"), str(ROOT / "tests")]
 
-from machine import machine_info, today  # noqa: E402
-from nodes import (  # noqa: E402
+from machine import machine_info, today
+from nodes import (
     kill_one_node_and_resume,
     losses,
     prepare,
@@ -64,7 +65,7 @@ from nodes import (  # noqa: E402
     train_two_nodes,
     weight_difference,
 )
-from nslm.files.atomic import write_json_atomic  # noqa: E402
+from nslm.files.atomic import write_json_atomic
 
 LOCK = ROOT / "requirements.lock"
 STEPS = 60
@@ -255,16 +256,9 @@ def conventions() -> dict:
         for n, line in enumerate(text.splitlines(), 1)
         if reads_kind(p.relative_to(package).as_posix(), line)
     ]
-    sys.path.insert(0, str(ROOT / "tests"))
-    from test_layout import PACKAGE, _imports, stage_of
+    from test_layout import arrows_back_up
 
-    back_up = []
-    for p in sorted(PACKAGE.rglob("*.py")):
-        rel = p.relative_to(PACKAGE).with_suffix("")
-        own = ".".join(x for x in rel.parts if x != "__init__") or "__init__"
-        for name in _imports(p):
-            if stage_of(name.removeprefix("nslm.")) > stage_of(own):
-                back_up.append(f"{own} → {name}")
+    back_up = arrows_back_up()
     return {
         "fmt_skip": sum(text.count("fmt: skip") for text in sources.values()),
         **hidden_names(),

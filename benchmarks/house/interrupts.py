@@ -1,7 +1,7 @@
 """Ctrl-C under load: the robustness battery's interrupted cases, many rounds in a row, with
 busy loops beside them.
 
-    python benchmarks/interrupts.py [--rounds 10] [--busy 2] [--no-bf16]
+    python benchmarks/house/interrupts.py [--rounds 10] [--busy 2] [--no-bf16]
 
 Each round runs every ``interrupted`` case of tests/robustness/work.py (SIGINT once the
 command has begun and worked one CPU-second) and every moment of
@@ -24,13 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]  # the battery's code: tests/robustness
+ROOT = Path(__file__).resolve().parents[2]
+# the shared helpers, and the battery's code (tests/robustness)
+sys.path[:0] = [str(ROOT / "benchmarks" / "common"), str(ROOT / "tests")]
 
-from machine import machine_info, today  # noqa: E402
-from nslm.files.atomic import write_json_atomic  # noqa: E402
+from machine import machine_info, today
+from nslm.files.atomic import write_json_atomic
 
-OUT = Path(__file__).parent / "results" / "interrupts.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "interrupts.json"
 FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
 

@@ -1,7 +1,7 @@
 """The reliability battery of issue 18 in one run: every bad-input case, kill -9 anywhere, and
 a time-bounded coverage-guided fuzz run of the corpus and ARPA readers.
 
-    python benchmarks/robustness.py [--kill-points 5] [--fuzz-seconds 120]
+    python benchmarks/house/robustness.py [--kill-points 5] [--fuzz-seconds 120]
 
 Runs the code of tests/robustness (not a copy of it): the table of (command, input slot) ×
 kinds, the table of commands that write (full disk, a path through a file, Ctrl-C), the kill
@@ -31,13 +31,14 @@ import zlib
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]  # the battery's code: tests/robustness, tests/helpers.py
+ROOT = Path(__file__).resolve().parents[2]
+# the shared helpers, and the battery's code (tests/robustness, tests/helpers.py)
+sys.path[:0] = [str(ROOT / "benchmarks" / "common"), str(ROOT / "tests")]
 
-from machine import machine_info, today  # noqa: E402
-from nslm.files.atomic import write_json_atomic  # noqa: E402
+from machine import machine_info, today
+from nslm.files.atomic import write_json_atomic
 
-OUT = Path(__file__).parent / "results" / "robustness.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "robustness.json"
 FUZZ_TARGETS = ("corpus", "arpa")
 
 

@@ -1,6 +1,6 @@
 """A bounded burst against the explorer's next-token endpoint: latency and errors.
 
-    python benchmarks/serve_load.py --run runs/wt2-cpu [--requests 500] [--concurrency 20]
+    python benchmarks/house/serve_load.py --run runs/wt2-cpu [--requests 500] [--concurrency 20]
                                     [--workers 2]
 
 Starts ``nslm serve RUN --workers N`` on 127.0.0.1 (a free port; one server process per
@@ -29,10 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, today
 from nslm.files.atomic import write_json_atomic
 
-OUT = Path(__file__).parent / "results" / "serve_load.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "serve_load.json"
 
 
 def free_port() -> int:

@@ -1,7 +1,7 @@
 """The byte-level LSTM LM on IMDB reviews: train the default config, report bits per byte.
 
-    python benchmarks/byte_lm.py                 # the ≤ 60-minute default (a quiet machine)
-    python benchmarks/byte_lm.py --minutes 2     # a smoke run of the whole path
+    python benchmarks/neurons/byte_lm.py                 # the ≤ 60-minute default (a quiet machine)
+    python benchmarks/neurons/byte_lm.py --minutes 2     # a smoke run of the whole path
 
 Runs ``nslm train --config configs/byte-lm.toml`` with ``max_minutes`` set to ``--minutes`` into
 ``--run-dir`` (kept afterwards: its ``kept/minute-*`` checkpoints feed the probes' emergence
@@ -28,12 +28,13 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, today
 from nslm.files.atomic import write_json_atomic
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "byte-lm.toml"
-RESULTS = Path(__file__).parent / "results" / "byte_lm.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "byte_lm.json"
 
 
 def train(minutes: float, run_dir: Path) -> tuple[list[str], float]:
@@ -114,7 +115,7 @@ def main() -> None:
         "load_average_1m_before": load_before,
         "load_average_1m_after": os.getloadavg()[0],
         "config": config,
-        "command": " ".join(["python", "benchmarks/byte_lm.py", *sys.argv[1:]]),
+        "command": " ".join(["python", "benchmarks/neurons/byte_lm.py", *sys.argv[1:]]),
         "train_command": " ".join(["nslm", *command[3:]]),
         "date": today(),
         "machine": machine_info(),

@@ -1,6 +1,6 @@
 """Do the probed neurons matter? Random-unit baselines, control tasks, ablation, steering.
 
-    python benchmarks/neuron_interventions.py --run RUN [--skip steering ...]
+    python benchmarks/neurons/neuron_interventions.py --run RUN [--skip steering ...]
 
 Adds four keys to benchmarks/results/neurons.json (the others stay), each with its own
 command, date and run (docs/probes.md, "Do the neurons matter?"):
@@ -13,10 +13,10 @@ command, date and run (docs/probes.md, "Do the neurons matter?"):
 - ``ablation``: the SST-2 and POS-grouped probes (fitted on the intact model) on the states
   of the model with its top k or k random units zeroed or set to their mean at every step,
   and the valid bits per byte, k ∈ {1, 10, 50};
-- ``steering`` (benchmarks/neuron_steering.py): a positive control, then the sentiment
+- ``steering`` (benchmarks/neurons/neuron_steering.py): a positive control, then the sentiment
   direction and clamped units against a TF-IDF review classifier, and every other attempt.
 
-The probes here are this benchmark's own, smaller than benchmarks/neurons.py's (the sizes
+The probes here are this benchmark's own, smaller than benchmarks/neurons/neurons.py's (the sizes
 are in the JSON) so that the whole protocol runs in well under an hour on 2 cores; the
 pooling is ``mean_cell_hidden``, the best on dev for SST-2 and IMDB in neurons.json.
 Figures: benchmarks/results/neurons_*.png and RUN/probes/interventions/ (``nslm report``).
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as benchmarks/neurons.py
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as benchmarks/neurons/neurons.py
 
 import argparse
 import json
@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 import neuron_steering
 from machine import machine_info, today
 from nslm.byte_lm.intervention import intervening
@@ -62,7 +63,7 @@ from nslm.perplexity import bits_per_token
 from nslm.runs.open import open_run
 from nslm.scores.passes import Scorer, head_of
 
-OUT = Path(__file__).parent / "results" / "neurons.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "neurons.json"
 PARTS = ("random_units", "selectivity", "ablation", "steering")
 POOLING = "mean_cell_hidden"
 KS = (1, 2, 3, 10)
@@ -348,7 +349,9 @@ def main() -> None:
         return
     if not (args.run / "config.json").is_file():
         raise SystemExit(f"error: {args.run} is not a run directory")
-    loaded = open_run(args.run, micro="none", byte_lm="benchmarks/neuron_interventions.py").loaded
+    loaded = open_run(
+        args.run, micro="none", byte_lm="benchmarks/neurons/neuron_interventions.py"
+    ).loaded
     args.figures = args.run / "probes" / "interventions"
     stamp = {
         "command": " ".join(["python", *sys.argv]),

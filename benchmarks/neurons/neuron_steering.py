@@ -1,4 +1,4 @@
-"""The steering part of benchmarks/neuron_interventions.py: does adding a direction to the
+"""The steering part of benchmarks/neurons/neuron_interventions.py: does adding a direction to the
 running LSTM, or clamping units, move what it writes?
 
 1. **Positive control**: d = the mean output-layer row of the digit bytes minus the mean

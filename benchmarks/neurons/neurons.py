@@ -1,6 +1,7 @@
 """Neuron probes of a byte-LM run (docs/probes.md): sentiment (SST-2, IMDB) and POS (UD EWT).
 
-    python benchmarks/neurons.py --run RUN [--imdb-last-bytes 1000] [--pos-train-bytes 150000]
+    python benchmarks/neurons/neurons.py --run RUN [--imdb-last-bytes 1000]
+        [--pos-train-bytes 150000]
 
 Writes benchmarks/results/neurons.json (accuracies as fractions) and
 benchmarks/results/neurons_emergence.png; the probes, summaries and figures go to RUN/probes/.
@@ -25,7 +26,7 @@ from __future__ import annotations
 import os
 
 # Before torch loads: OpenMP threads spinning for a descheduled sibling slow a shared CPU
-# down many times (benchmarks/byte_lm.py, cli/train.py do the same; a user's setting wins)
+# down many times (benchmarks/neurons/byte_lm.py, cli/train.py do the same; a user's setting wins)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
@@ -34,6 +35,7 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, today
 from nslm.byte_lm.probes import pipeline
 from nslm.byte_lm.probes.plots import emergence_plot
@@ -43,7 +45,7 @@ from nslm.runs.load import kept_checkpoints
 from nslm.runs.open import open_run
 from nslm.scores.passes import head_of
 
-OUT = Path(__file__).parent / "results" / "neurons.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "neurons.json"
 
 
 def log(message: str) -> None:
@@ -125,7 +127,7 @@ def main() -> None:
     started = time.perf_counter()
     if not (args.run / "results.json").is_file():
         raise SystemExit(f"error: {args.run} has no results.json: a finished byte-LM run, please")
-    loaded = open_run(args.run, micro="none", byte_lm="benchmarks/neurons.py").loaded
+    loaded = open_run(args.run, micro="none", byte_lm="benchmarks/neurons/neurons.py").loaded
     probes = args.run / "probes"
     settings = pipeline.ProbeSettings(batch_size=args.batch_size, log=log)
     log("SST-2")

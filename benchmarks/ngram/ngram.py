@@ -1,7 +1,7 @@
 """Modified-KN n-gram LMs on WikiText-2: build time, peak memory, scoring speed, perplexity.
 
-    python benchmarks/ngram.py            # prepared corpus and raw stream, orders 2-5
-    python benchmarks/ngram.py --raw      # only the raw (lmplz-comparable) stream
+    python benchmarks/ngram/ngram.py            # prepared corpus and raw stream, orders 2-5
+    python benchmarks/ngram/ngram.py --raw      # only the raw (lmplz-comparable) stream
 
 Each build runs in its own subprocess, so ``peak_mb`` is that process's peak resident set
 size (Python, numpy, the corpus and the model: the whole process, as for lmplz).
@@ -29,10 +29,11 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, today
 from nslm.files.atomic import write_json_atomic
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 # KenLM lmplz on the raw stream, measured on this machine (BENCHMARKS.md, n-gram section).
 KENLM = {"2": 269.86, "3": 230.89, "4": 226.05, "5": 224.81}
 KENLM_5GRAM_BUILD = {"seconds": 3.3, "peak_gb": 0.45}
@@ -132,7 +133,7 @@ def main() -> None:
             row["raw_vs_kenlm_percent"] = round(100 * (row["raw_test_ppl"] / ref - 1), 3)
         orders[str(order)] = row
         print(f"order {order}: {json.dumps(row)}", file=sys.stderr)
-    command = "python benchmarks/ngram.py" + (" --raw" if args.raw else "")
+    command = "python benchmarks/ngram/ngram.py" + (" --raw" if args.raw else "")
     result = {
         "command": command,
         "corpus": "wikitext-2 (prepared --classes all; raw = lmplz's reading of the text)",

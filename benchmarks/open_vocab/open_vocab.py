@@ -1,6 +1,6 @@
 """Numbers, years and places never seen in training: the open micro-models, scored properly.
 
-    python benchmarks/open_vocab.py --run RUN [--sum-positions 120] [--out FILE]
+    python benchmarks/open_vocab/open_vocab.py --run RUN [--sum-positions 120] [--out FILE]
 
 RUN is a trained NNLM/HNLM run with ``nslm micro fit RUN`` done (micro.json and open.json).
 Writes benchmarks/results/open_vocab.json:
@@ -21,7 +21,7 @@ Writes benchmarks/results/open_vocab.json:
   without the caches of new members;
 - ``bits_per_byte``: WikiText-2 test and EWT, every model, proper; ``bits_per_byte_classes``
   the same on the bytes of each class's tokens (by rule) and of Numbers and Locations, as
-  benchmarks/transformer_nslm.py counts a class word's bytes (the token as written);
+  benchmarks/transformer/transformer_nslm.py counts a class word's bytes (the token as written);
 - ``prompts`` and ``year_after_new``: plain-English prompts with values the training text
   never held, their top-10 and which entries are new.
 """
@@ -39,6 +39,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
+from bits_per_byte import bits_per_byte, class_bits_per_byte
 from machine import machine_info, today
 from nslm.data.fixed_vocab import prepare_text, prepare_text_file
 from nslm.data.locate import locate_corpus
@@ -53,9 +55,9 @@ from nslm.runs.micro import load_run_micro
 from nslm.runs.open import open_run
 from nslm.runs.open_micro import load_run_open
 from nslm.scores.spelling import fit_spelling
-from table4_parts import ewt_text
+from texts import ewt_text
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 MODELS = ("NNLM", "NSLM", "NSLM-open")
 
 # "… in Y … and ended in": the likeliest year should come after Y (Y unseen in training)
@@ -92,26 +94,6 @@ def log(message: str) -> None:
 def ppl(log_probs: np.ndarray) -> float:
     finite = log_probs[~np.isnan(log_probs)]
     return perplexity(finite) if len(finite) else math.nan
-
-
-def bits_per_byte(log_probs: np.ndarray, n_bytes: int) -> float:
-    return float(-np.nansum(log_probs) / math.log(2) / n_bytes)
-
-
-def class_bits_per_byte(log_probs: np.ndarray, text, class_names) -> dict:
-    """Bits per byte on the tokens of each class (by rule), Numbers and Locations: their bits
-    over the UTF-8 bytes of the tokens as written."""
-    size = np.array([len(s.encode("utf-8", errors="surrogatepass")) for s in text.strings])
-    masks = row_masks(text.split, class_names)
-
-    def on(mask: np.ndarray) -> float | None:
-        return bits_per_byte(log_probs[mask], int(size[mask].sum())) if mask.any() else None
-
-    return {
-        "bpb_numbers": on(masks["Numbers"]),
-        "bpb_locations": on(masks["Locations"]),
-        "classes": {n: on(masks[n]) for n in class_names[1:] if n in masks},
-    }
 
 
 def sums_to_one(loaded, scorer, plain, open_models, text, n: int, seed: int = 0) -> dict:

@@ -1,6 +1,6 @@
 """NSLM-open against the closed NSLM on EWT's numbers under both conventions, lever by lever.
 
-    python benchmarks/open_vocab_levers.py --run RUN [--out FILE]
+    python benchmarks/open_vocab/open_vocab_levers.py --run RUN [--out FILE]
 
 Issue 39 asks NSLM-open to beat the closed NSLM on UD English EWT's Numbers both properly and
 under Ueberla's adjusted convention. The adjusted convention gives the closed model
@@ -8,8 +8,9 @@ P(``<unk>`` | h) / |U| at every unseen token (U: the text's distinct unseen type
 NSLM-open keeps that reading and adds its class's, so its adjusted gain at an unseen number
 is log(1 + r), r = P(c | h) · P_open(s | c, ctx) / (P(``<unk>`` | h) / |U|), while every known
 number pays the share of its class that the open model keeps for new members. This script
-scores EWT once per variant of the open micro-models (λs as benchmarks/open_vocab.py tuned
-them on WikiText-2 valid) and writes benchmarks/results/open_vocab_levers.json:
+scores EWT once per variant of the open micro-models (λs as
+benchmarks/open_vocab/open_vocab.py tuned them on WikiText-2 valid) and writes
+benchmarks/results/open_vocab_levers.json:
 
 - ``variants``: per variant, ``proper_ratio`` and ``adjusted_ratio`` (NSLM-open ÷ NSLM,
   EWT Numbers perplexity) and the gain in nats on the in- and out-of-vocabulary numbers;
@@ -40,6 +41,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import minimize
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import run_arguments, write_results
 from nslm.data.fixed_vocab import prepare_text
 from nslm.evaluation.open_tables import row_masks
@@ -50,9 +52,9 @@ from nslm.micro.open_set import KnownWeight, OpenMicroModel
 from nslm.runs.open import open_run
 from nslm.runs.open_micro import run_open_models
 from nslm.scores.spelling import fit_spelling
-from table4_parts import ewt_text
+from texts import ewt_text
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 UNBOUNDED = ("round", "decimal", "range", "other")  # the value model's classes
 OPEN_VOCAB_JSON = RESULTS / "open_vocab.json"
 PROPER_BAR = 0.7  # issue 39's bar on the proper ratio, which the adjusted-optimised escape keeps

@@ -1,6 +1,6 @@
 """What the LM should read where the text names a member its vocabulary lacks.
 
-    python benchmarks/open_vocab_reading.py --run RUN [--out FILE]
+    python benchmarks/open_vocab/open_vocab_reading.py --run RUN [--out FILE]
 
 An unseen year, number or place is ``<unk>`` to the LSTM's input today, so after "… in
 Bombay" the LM knows that a rare word went by, not that a city did. Issue 39 asks this to be
@@ -23,7 +23,7 @@ LM's history changed. Writes benchmarks/results/open_vocab_reading.json, per tex
 test, UD English EWT test as plain text) and variant:
 
 - ``replaced``: how many input tokens were replaced;
-- ``global_ppl``: the closed NSLM's perplexity (λ of benchmarks/open_vocab.py) over every
+- ``global_ppl``: the closed NSLM's perplexity (λ of benchmarks/open_vocab/open_vocab.py) over every
   position but the replaced ones;
 - ``after_ppl``: the same over the five positions after each replaced one;
 - ``class_after``: at the in-vocabulary class tokens among those five, the mean log
@@ -42,13 +42,14 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import run_arguments, write_results
 from nslm.data.fixed_vocab import prepare_text, prepare_text_file
 from nslm.data.locate import locate_corpus
 from nslm.runs.open import open_run
-from table4_parts import ewt_text
+from texts import ewt_text
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 OPEN_VOCAB_JSON = RESULTS / "open_vocab.json"
 AFTER = 5  # positions after a replaced token whose scores are reported apart
 VARIANTS = ("unk", "typical", "nearest")

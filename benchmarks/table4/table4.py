@@ -2,10 +2,11 @@
 the NNLM and the NSLM, every row trained on the same tokens, tuned alike, scored as a
 distribution over all strings, with the seeds' noise measured.
 
-    python benchmarks/table4.py [--runs runs/table4] [--max-tokens N | --dry-run] [--no-cache]
+    python benchmarks/table4/table4.py [--runs runs/table4] [--max-tokens N | --dry-run]
+        [--no-cache]
 
-``--runs``: the folder benchmarks/table4_train.py trained into (``BUDGET/ROW-seedK``; e.g.
-``--runs /root/nslm-runs/table4``). Every finished run (results.json) is scored; the others
+``--runs``: the folder benchmarks/table4/table4_train.py trained into (``BUDGET/ROW-seedK``;
+e.g. ``--runs /root/nslm-runs/table4``). Every finished run (results.json) is scored; the others
 are listed in ``missing``. ``--max-tokens N`` scores only the first N tokens of valid and
 test (``--dry-run``: 20,000), writes to a temporary folder unless ``--out`` is given and
 caches nothing: a quick check of the script, not a result. A full run caches each run's
@@ -59,6 +60,7 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, today
 from nslm.data.numbers import NUMBER_CLASSES, number_class_mask, number_value
 from nslm.files.atomic import write_json_atomic
@@ -95,8 +97,8 @@ from table4_parts import (
 from table4_report import plot_curves, render, write_predictions
 from table4_train import BUDGETS, FITS, ROWS, fit_needed
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 DRY_RUN_TOKENS = 20_000
 TOKENS_TOLERANCE = 0.01  # every run of a budget within 1% of its largest train_tokens
 # the paper's reference (NSLM paper, Table 4): its NSLM against its NNLM, and Spithourakis &
@@ -349,7 +351,9 @@ def missing_why(column: str, scores: RunScores, run: Path) -> str:
     fit = {"NSLM-open": FITS[0], "NSLM-context": FITS[1]}.get(column)
     if fit is None:
         return f"{run.name} gives no {column}"
-    command = f"nslm micro fit RUN {' '.join(fit.args)}, which benchmarks/table4_train.py runs"
+    command = (
+        f"nslm micro fit RUN {' '.join(fit.args)}, which benchmarks/table4/table4_train.py runs"
+    )
     if not (run / fit.output).is_file():
         return f"no {fit.output} of its own: not fitted yet ({command})"
     if fit_needed(run, fit):

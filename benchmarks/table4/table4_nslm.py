@@ -1,4 +1,4 @@
-"""The NNLM/HNLM run of Table 4 (configs/table4.toml) for benchmarks/table4.py: the NNLM,
+"""The NNLM/HNLM run of Table 4 (configs/table4.toml) for benchmarks/table4/table4.py: the NNLM,
 NSLM, NSLM-pure, NSLM-open and (with RUN/micro_context.json) NSLM-context rows, scored at the
 numerals of WikiText-2 valid and test, and their learning curves from the kept weights.
 
@@ -10,7 +10,7 @@ NSLM-pure is Eq. 4 alone. The micro-models are count-fitted on the training text
 not read the LM (micro.json), so a run without its own (another seed, the larger budget, a
 kept checkpoint) is scored with those of the first run that has them; the open
 micro-models (open.json) likewise, unless they are gated by the LM's states, which belong
-to the weights they were fitted on (benchmarks/table4_train.py fits every NNLM/HNLM run's
+to the weights they were fitted on (benchmarks/table4/table4_train.py fits every NNLM/HNLM run's
 own, and its context micro-models, timing each fit in RUN/fit_times.json).
 """
 
@@ -193,7 +193,7 @@ def nslm_curve(
 
 
 def fit_seconds(run: Path) -> dict:
-    """The wall time of each fit benchmarks/table4_train.py ran on ``run`` outside the
+    """The wall time of each fit benchmarks/table4/table4_train.py ran on ``run`` outside the
     training budget (RUN/fit_times.json), or None with why there is none."""
     path = run / FIT_TIMES
     times = json.loads(path.read_text()) if path.is_file() else {}
@@ -209,7 +209,7 @@ def fit_seconds(run: Path) -> dict:
             continue
         elif (run / fit.output).is_file():
             why = (
-                f"{fit.output} was fitted before benchmarks/table4_train.py timed its fits "
+                f"{fit.output} was fitted before benchmarks/table4/table4_train.py timed its fits "
                 f"(no '{fit.name}' entry in {FIT_TIMES})"
             )
         else:
@@ -281,8 +281,8 @@ def outside_budget(run: Path, nnlm_runs: dict[str, Path]) -> dict:
     out["fits"] = {fit.name: fit.what for fit in FITS}
     out["seconds"] = {name: fit_seconds(r) for name, r in nnlm_runs.items()}
     out["seconds_note"] = (
-        "wall time of each `nslm micro fit` command that benchmarks/table4_train.py ran after "
-        "the run trained (RUN/fit_times.json; the machine may have been busy); None, with "
-        "why, where a run has no timed fit yet"
+        "wall time of each `nslm micro fit` command that benchmarks/table4/table4_train.py ran "
+        "after the run trained (RUN/fit_times.json; the machine may have been busy); None, "
+        "with why, where a run has no timed fit yet"
     )
     return out

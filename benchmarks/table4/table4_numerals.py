@@ -1,4 +1,4 @@
-"""Paper Table 4's numeral models (Spithourakis & Riedel 2018) for benchmarks/table4.py: one
+"""Paper Table 4's numeral models (Spithourakis & Riedel 2018) for benchmarks/table4/table4.py: one
 run of ``configs/table4-<model>.toml`` scored at the numerals of WikiText-2 valid and test,
 and its learning curve from the weights it kept.
 

@@ -1,8 +1,7 @@
-"""Pieces of benchmarks/table4.py: the runs of benchmarks/table4_train.py and which are
-finished, the texts every row is scored on, a run's per-position scores and their cache,
-and the figures made from them (perplexities, value metrics, the seeds' noise and the tie
-rule). Also UD English EWT test as plain text (benchmarks/open_vocab.py reads it from
-here)."""
+"""Pieces of benchmarks/table4/table4.py: the runs of benchmarks/table4/table4_train.py and
+which are finished, the texts every row is scored on, a run's per-position scores and their
+cache, and the figures made from them (perplexities, value metrics, the seeds' noise and the
+tie rule)."""
 
 from __future__ import annotations
 
@@ -17,11 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from nslm.batches.streams import make_streams
-from nslm.data.conllu import conllu_text
 from nslm.data.fixed_vocab import TextSplit, prepare_text_file
 from nslm.data.locate import locate_corpus
 from nslm.data.numbers import number_positions, number_value
-from nslm.data.textfile import read_text
 from nslm.numerals.value_metrics import value_metrics
 from nslm.perplexity import perplexity
 from nslm.runs.load import kept_weights
@@ -29,11 +26,10 @@ from nslm.runs.open import open_run
 from nslm.scores.mixture import ensemble_log_probs, tune_lambda
 from nslm.scores.passes import head_of
 from table4_train import BUDGETS, SEEDED_ROWS, SEEDS, jobs
-from text import DATA
 
 TEXTS = ("valid", "test")
 CONVENTIONS = ("proper", "adjusted")
-# the config names of benchmarks/table4_train.py → the paper's Table 4 names
+# the config names of benchmarks/table4/table4_train.py → the paper's Table 4 names
 PAPER_NAMES = {
     "softmax": "softmax",
     "softmax-rnn": "softmax+RNN",
@@ -48,13 +44,6 @@ NUMERAL_ROWS = tuple(PAPER_NAMES.values())
 NSLM_ROWS = ("NNLM", "NSLM", "NSLM-context", "NSLM-open", "NSLM-pure")
 # Bump when a change of the scoring changes the cached per-position figures.
 CACHE_VERSION = 1
-
-
-def ewt_text() -> str:
-    """UD English EWT test's ``# text =`` lines, one sentence a line, a form feed between its
-    316 documents (``# newdoc``): plain text, scored document by document."""
-    path = DATA / "ud-english-ewt" / "test.conllu.xz"
-    return conllu_text(read_text(path), str(path))
 
 
 # -- the runs ---------------------------------------------------------------------------
@@ -84,7 +73,7 @@ def find_runs(runs: Path) -> tuple[dict[str, dict[str, dict[int, Path]]], list[d
 
 
 def planned_seeds(budget: str, row: str) -> tuple[int, ...]:
-    """The seeds benchmarks/table4_train.py trains for a row at a budget."""
+    """The seeds benchmarks/table4/table4_train.py trains for a row at a budget."""
     return SEEDS if budget == "small" and row in SEEDED_ROWS else (1,)
 
 

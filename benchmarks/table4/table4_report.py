@@ -1,4 +1,4 @@
-"""What benchmarks/table4.py shows: the printed tables, the learning-curve plot and the
+"""What benchmarks/table4/table4.py shows: the printed tables, the learning-curve plot and the
 per-position predictions (JSON lines)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Train every run of the honest Table 4: the same number of training tokens for every row.
 
-    python benchmarks/table4_train.py [--runs runs/table4] [--budgets small large]
+    python benchmarks/table4/table4_train.py [--runs runs/table4] [--budgets small large]
                                       [--dry-run | --fit-only]
 
 Rows: the NNLM/HNLM run behind NNLM, NSLM, NSLM-context and NSLM-open (configs/table4.toml)
@@ -20,7 +20,7 @@ budget (``FITS``): ``nslm micro fit RUN --fast`` (micro.json and the open micro-
 open.json + open.safetensors, whose gates read this run's LM states) and then
 ``nslm micro fit RUN --context`` (micro_context.json, the NSLM-context row). A fit is
 skipped when its file is newer than the run's model.safetensors. Each fit logs to the run's
-log and its wall time goes to RUN/fit_times.json, which benchmarks/table4.py reports as
+log and its wall time goes to RUN/fit_times.json, which benchmarks/table4/table4.py reports as
 ``outside_budget``.
 
 The runs go one at a time, in the order of ``jobs()``: a finished run (results.json) is
@@ -58,7 +58,7 @@ from pathlib import Path
 
 from nslm.files.atomic import write_json_atomic
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOKENS_PER_STEP = 80 * 35  # batch_size × bptt of configs/table4*.toml: one window's grid
 BUDGETS = {"small": 1_429, "large": 4 * 1_429}  # steps: ~4.0 M and ~16 M tokens
 KEEP_EVERY = 179  # steps: ~0.5 M tokens between the learning curves' points
@@ -207,7 +207,7 @@ def fit_run(run: Path, fit: Fit) -> None:
         t0 = time.perf_counter()
         code = subprocess.call(argv, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
         seconds = time.perf_counter() - t0
-    if code != 0:  # the training goes on: benchmarks/table4.py says what is missing
+    if code != 0:  # the training goes on: benchmarks/table4/table4.py says what is missing
         print(f"  {fit.name} fit failed (exit {code}); see {log}", flush=True)
         return
     with log.open(encoding="utf-8") as handle:

@@ -1,7 +1,7 @@
 """The text boundary (nslm.data.text) measured: round trip on WikiText-2, plain prompts
 against hand-tokenized ones, UD English EWT scored as plain text, tokenizer speed, bad input.
 
-    python benchmarks/text.py --run runs/wt2-cpu [--out benchmarks/results/text.json]
+    python benchmarks/text/text.py --run runs/wt2-cpu [--out benchmarks/results/text.json]
 
 Writes benchmarks/results/text.json (keys in BENCHMARKS.md, "Plain text in and out").
 """
@@ -14,7 +14,6 @@ import difflib
 import json
 import lzma
 import math
-import os
 import sys
 import tempfile
 import time
@@ -25,8 +24,10 @@ from nslm.data.locate import locate_corpus
 from nslm.data.tagging import tag_lines
 from nslm.data.text import corpus_lines, prompt_line, to_plain, to_tokens
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("NSLM_DATA_DIR", ROOT.parent / "shared" / "data"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks" / "common"))  # shared helpers
+
+from texts import DATA
 
 # (plain English, the same written by hand in WikiText's tokens)
 PROMPTS = [
@@ -288,7 +289,7 @@ def main() -> None:
 
     torch.set_num_threads(1)  # one core: the tokenizer's figure and the scoring's alike
     test = wikitext_lines("test")
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(ROOT / "benchmarks" / "common"))
     from machine import machine_info
 
     result: dict = {

@@ -1,7 +1,7 @@
 """Bad text in, through every path that reads text: the battery's text cases on a run, and a
 fuzz run of the text boundary (plain → tokens → plain).
 
-    python benchmarks/text_bad_input.py --run RUN [--fuzz-inputs 100000] [--out FILE]
+    python benchmarks/text/text_bad_input.py --run RUN [--fuzz-inputs 100000] [--out FILE]
 
 Runs the code of tests/robustness (not a copy of it): every case of robustness.text_cases
 (control characters, zero-width and bidi marks, emoji, Chinese, Arabic and Devanagari text,
@@ -9,7 +9,7 @@ CRLF, a lone surrogate, a 5 MB single line, … through ``predict``, ``generate`
 --text`` in both input formats and the explorer's predict and generate API) on RUN, a
 WikiText-form run with micro-models; then the fuzz target robustness.text_fuzz for
 ``--fuzz-inputs`` inputs under atheris (libFuzzer, coverage-guided over nslm.data.text and
-sacremoses), or hypothesis where atheris is missing. :func:`run` is what benchmarks/text.py
+sacremoses), or hypothesis where atheris is missing. :func:`run` is what benchmarks/text/text.py
 calls; alone, this prints the result and writes it to ``--out`` if given.
 
 ``failures`` counts every case that failed, ``known_failures`` those of them that fail for a
@@ -33,8 +33,9 @@ import traceback
 import zlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]  # the battery's code
+ROOT = Path(__file__).resolve().parents[2]
+# the battery's code (tests/robustness) and the shared helpers
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks" / "common")]
 
 FUZZ_INPUTS = 100_000
 MAX_LEN = 2048  # bytes per fuzz input: a paragraph, where a long line costs seconds a run

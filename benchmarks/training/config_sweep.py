@@ -1,6 +1,6 @@
 """Short trainings of one config with a few overrides each, one after the other, same budget.
 
-    python benchmarks/config_sweep.py --minutes 5 \
+    python benchmarks/training/config_sweep.py --minutes 5 \
         --variant "" --variant "lr=4e-3" --variant "lr=4e-3 dropout=0.1"
 
 Each variant is a space-separated list of ``key=value`` overrides (``""`` = the config as
@@ -22,11 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, today
 from nslm.files.atomic import write_json_atomic
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).parent / "results" / "config_sweep.json"
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "config_sweep.json"
 
 
 def run_variant(config: Path, minutes: float, overrides: list[str], run_dir: Path) -> dict:

@@ -1,6 +1,6 @@
 """How long `nslm data prepare --corpus wikitext-2 --classes all` takes, cold and from the cache.
 
-    python benchmarks/prepare_speed.py [--repeats 3]
+    python benchmarks/training/prepare_speed.py [--repeats 3]
 
 Runs the real CLI in a subprocess (as a user would, Python start-up included) against an
 empty cache directory, then again to hit the cache. Writes benchmarks/results/prepare.json.
@@ -17,10 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, today
 from nslm.files.atomic import write_json_atomic
 
-RESULTS = Path(__file__).parent / "results" / "prepare.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "prepare.json"
 
 
 def timed_prepare(cache: Path) -> float:

@@ -1,6 +1,6 @@
 """Training throughput and quality at equal wall time: classic baseline vs the CPU default.
 
-    python benchmarks/train_throughput.py [--minutes 10]
+    python benchmarks/training/train_throughput.py [--minutes 10]
 
 Runs ``nslm train --config configs/baseline-classic.toml`` (2×200 LSTM, full softmax, one
 NNLM head, SGD lr 20, batch 20×35, one process with 2 threads) and ``nslm train --config
@@ -23,11 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, today
 from nslm.files.atomic import write_json_atomic
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).parent / "results" / "train_throughput.json"
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "train_throughput.json"
 
 
 def run(config: str, minutes: float, run_dir: Path) -> dict:
@@ -83,7 +84,7 @@ def main() -> None:
         "date": today(),
         "machine": machine,
         "runs": {"baseline": baseline, "default": default},
-        "command": f"python benchmarks/train_throughput.py --minutes {args.minutes:g}",
+        "command": f"python benchmarks/training/train_throughput.py --minutes {args.minutes:g}",
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(RESULTS, out)

@@ -1,8 +1,8 @@
 """Micro-models over a pretrained Transformer (SmolLM2-135M): bits per byte against the
 Transformer alone, on WikiText-2 test and UD English EWT test (issue 42).
 
-    python benchmarks/transformer_nslm.py [--run runs/transformer-smollm2] [--stage passes]
-        [--test-tokens N] [--ceiling-only]
+    python benchmarks/transformer/transformer_nslm.py [--run runs/transformer-smollm2]
+        [--stage passes] [--test-tokens N] [--ceiling-only]
 
 Writes ``benchmarks/results/transformer_nslm.json``. The Transformer's passes are kept in
 the run directory (``RUN/scores``), so a second call reuses them; ``--stage passes`` only
@@ -18,14 +18,14 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks" / "common"))  # shared helpers
 
-from nslm.data.locate import locate_corpus  # noqa: E402
-from nslm.data.prepare import prepare_corpus  # noqa: E402
-from nslm.data.text import to_plain  # noqa: E402
-from nslm.data.textfile import read_text  # noqa: E402
-from table4_parts import ewt_text  # noqa: E402
+from nslm.data.locate import locate_corpus
+from nslm.data.prepare import prepare_corpus
+from nslm.data.text import to_plain
+from nslm.data.textfile import read_text
+from texts import ewt_text
 
 RESULTS = ROOT / "benchmarks" / "results"
 # Transformer tokens scored per text (a prefix of each; 0: all of it); --test-tokens sets test's

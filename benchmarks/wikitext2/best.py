@@ -1,6 +1,6 @@
 """The best proper NSLM of a run: context micro-models, cache and the 5-gram NSLM together.
 
-    python benchmarks/best.py [--run runs/wt2-cpu] [--repeats 3] [--threads 1]
+    python benchmarks/wikitext2/best.py [--run runs/wt2-cpu] [--repeats 3] [--threads 1]
 
 1. ``evaluate_run`` on test, twice: with the table objective (every weight tuned on valid
    Numbers for Table 2, valid Locations for Table 3) and with the Global one (tuned on every
@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, timing_arguments, today
 from nslm.evaluation.context_column import ContextSource
 from nslm.evaluation.report import EvalOptions, evaluate_run, objective_mask, render
@@ -46,7 +47,7 @@ from nslm.runs.context_micro import has_context_models, load_run_context
 from nslm.runs.open import open_run
 from nslm.scores.mixture import nslm_log_probs
 
-RESULTS = Path(__file__).parent / "results" / "best.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "best.json"
 TARGETS = {"Numbers": 300.0, "Locations": 450.0, "Global": 80.0, "eval_cost_ratio": 1.6}
 PAPER = {  # Demeter & Downey (2020): WikiText-2 NSLM+cache, and the WikiText-103 NSLM
     "wikitext2_cache": {"Numbers": 324.4},

@@ -1,6 +1,6 @@
 """What the neural cache adds to a test-split evaluation, measured side by side in one run.
 
-    python benchmarks/cache_cost.py [--run runs/wt2-cpu] [--repeats 3] [--threads 1]
+    python benchmarks/wikitext2/cache_cost.py [--run runs/wt2-cpu] [--repeats 3] [--threads 1]
 
 1. ``evaluate_run`` on test with the cache (``nslm eval RUN --cache`` without writing into
    RUN): window, θ and λ tuned on valid per table and model; the "X+cache" columns, i.e. the
@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, timing_arguments, today
 from nslm.evaluation.report import evaluate_run, render
 from nslm.evaluation.tables import build_table, tables_for
@@ -31,7 +32,7 @@ from nslm.mixtures.cache_column import SUFFIX, CacheSource
 from nslm.runs.micro import selected_summary
 from nslm.runs.open import open_run
 
-RESULTS = Path(__file__).parent / "results" / "cache_cost.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "cache_cost.json"
 TARGET = 1.5
 
 

@@ -1,6 +1,6 @@
 """Paper Tables 5 and 6: one change to the input embeddings against the plain run, side by side.
 
-    python benchmarks/grounded.py [--variant grounded|glove] [--minutes 12]
+    python benchmarks/wikitext2/grounded.py [--variant grounded|glove] [--minutes 12]
                                   [--config configs/wt2-cpu.toml]
 
 Trains two copies of the same config at the same time, one thread each, for the same wall
@@ -29,11 +29,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from cli_runs import eval_test_tables, nslm_command
 from machine import machine_info, today
 from nslm.files.atomic import write_json_atomic
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 # variant → (overrides of both runs, overrides of the variant run only)
 VARIANTS = {
     "grounded": ([], ["grounded=true"]),

@@ -1,8 +1,9 @@
 """The whole NSLM pipeline on WikiText-2: prepare, train (or reuse), micro fit, eval on test.
 
-    python benchmarks/nslm_wt2.py [--run RUN | --config configs/wt2-cpu.toml --run-dir DIR]
-                                  [--fast] [--threads N] [--timing-repeats 2] [--ngram 5]
-                                  [--no-context] [--refit-context]
+    python benchmarks/wikitext2/nslm_wt2.py
+        [--run RUN | --config configs/wt2-cpu.toml --run-dir DIR]
+        [--fast] [--threads N] [--timing-repeats 2] [--ngram 5]
+        [--no-context] [--refit-context]
 
 Writes benchmarks/results/nslm_wt2.json: Tables 2 and 3 on test ({row: {model: ppl}}, with a
 ``--ngram``-order modified-KN column and its n-gram NSLM, Eq. 4 over the n-gram's P(c | h)), the
@@ -17,7 +18,7 @@ micro-models (``nslm micro fit RUN --context``, fitted here when missing), λ tu
 way; the JSON adds its ratios to the NSLM's (``ratio_numbers_context``, ``ratio_year_context``,
 ``ratio_locations_context``), ``global_nslm_context``, its evaluation cost against NNLM-only
 (``eval_cost_ratio_context``) and ``prompts``: plain and context NSLM on the prompt set of
-benchmarks/context_prompts.py. Targets: Numbers ≥ 10% and <year> ≥ 15% below the NSLM's,
+benchmarks/wikitext2/context_prompts.py. Targets: Numbers ≥ 10% and <year> ≥ 15% below the NSLM's,
 Locations and Global not worse.
 """
 
@@ -30,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from context_prompts import prompt_results
 from machine import machine_info, today
 from nslm.config import class_rules_of, load_config
@@ -48,7 +50,7 @@ from nslm.runs.micro import fit_run_micro, load_run_micro, write_run_micro
 from nslm.runs.open import open_run
 from nslm.training.loop import train
 
-RESULTS = Path(__file__).parent / "results" / "nslm_wt2.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "nslm_wt2.json"
 TARGETS = {
     "ratio_numbers": 0.60,
     "ratio_locations": 0.37,

@@ -1,6 +1,6 @@
 """The paper's remaining experiments on WikiText-2, gathered in one JSON file.
 
-    python benchmarks/paper_experiments.py --run runs/wt2-cpu [--increment 100 1000 …]
+    python benchmarks/wikitext2/paper_experiments.py --run runs/wt2-cpu [--increment 100 1000 …]
         [--single-task-run RUN]
 
 Every figure comes from the real commands, run here as subprocesses:
@@ -8,18 +8,21 @@ Every figure comes from the real commands, run here as subprocesses:
 * ``cache`` and ``rarity``: ``nslm eval RUN --split test --crnn --cache --by-rarity`` (Tables
   2-3 with the CRNN column and the Num/Geo Cache rows; Figure 3's buckets);
 * ``increment``: ``nslm experiment increment --sizes …`` (Table 7), run here with
-  ``--increment N …``, or read from ``benchmarks/results/increment.json`` written by
-  ``nslm experiment increment --sizes 100,1000,10000 --out benchmarks/results/increment.json``;
+  ``--increment N …`` (which writes ``benchmarks/results/increment.json``), or read from
+  that file as ``nslm experiment increment --sizes 100,1000,10000 --out
+  benchmarks/results/increment.json`` wrote it;
 * ``grounded`` (Table 6) and ``glove`` (Table 5): read from
-  ``benchmarks/results/{grounded,glove}.json`` (``benchmarks/grounded.py --variant …`` trains
-  a plain run and the variant side by side);
+  ``benchmarks/results/{grounded,glove}.json`` (``benchmarks/wikitext2/grounded.py
+  --variant …`` trains a plain run and the variant side by side);
 * ``single_task_awd`` (Table 8): ``nslm eval`` on a run of ``configs/awd-single-task.toml``
   when one is given; otherwise the previous file's figures with the command and date that
   measured them (``measured``), or that it was not run;
 * ``cache_cost_ratio``: read from ``benchmarks/results/cache_cost.json``
-  (``benchmarks/cache_cost.py``, which times the cache side by side with a plain evaluation).
+  (``benchmarks/wikitext2/cache_cost.py``, which times the cache side by side with a plain
+  evaluation).
 
-Writes benchmarks/results/paper_experiments.json.
+Writes benchmarks/results/paper_experiments.json (and, with ``--increment``,
+benchmarks/results/increment.json).
 """
 
 from __future__ import annotations
@@ -28,16 +31,16 @@ import argparse
 import json
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from cli_runs import eval_test_tables, nslm
 from machine import machine_info, today
 from nslm.files.atomic import write_json_atomic
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 OUT = RESULTS / "paper_experiments.json"
 MODELS = ("NNLM", "HNLM", "CRNN", "NSLM")
 
@@ -67,18 +70,20 @@ def family_rows(run: Path) -> dict[str, Any]:
     }
 
 
-def increment(ns: list[int]) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "increment.json"
-        nslm("experiment", "increment", "--sizes", ",".join(map(str, ns)), "--out", str(out))
-        return json.loads(out.read_text())
+def increment(ns: list[int], out: Path) -> dict[str, Any]:
+    nslm("experiment", "increment", "--sizes", ",".join(map(str, ns)), "--out", str(out))
+    return json.loads(out.read_text())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, required=True, help="A trained run with micro.json.")
     parser.add_argument(
-        "--increment", type=int, nargs="*", default=[], help="Run Table 7 for these N here."
+        "--increment",
+        type=int,
+        nargs="*",
+        default=[],
+        help="Run Table 7 for these N here (into results/increment.json).",
     )
     parser.add_argument("--single-task-run", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=OUT)
@@ -88,12 +93,12 @@ def main() -> None:
     out.update(cache_tables(args.run))
     saved = RESULTS / "increment.json"  # nslm experiment increment --sizes … --out this file
     if args.increment:
-        out["increment"] = increment(args.increment)
+        out["increment"] = increment(args.increment, saved)
     elif saved.is_file():
         out["increment"] = json.loads(saved.read_text())
     else:
         out["increment"] = {"status": "not run", "why": f"give --increment N … or write {saved}"}
-    for variant in ("grounded", "glove"):  # benchmarks/grounded.py: two runs side by side
+    for variant in ("grounded", "glove"):  # benchmarks/wikitext2/grounded.py: two runs side by side
         path = RESULTS / f"{variant}.json"
         if path.is_file():
             measured = json.loads(path.read_text())
@@ -107,7 +112,7 @@ def main() -> None:
             )
             out[variant] = {k: measured[k] for k in keep}
         else:
-            why = f"run benchmarks/grounded.py --variant {variant} first"
+            why = f"run benchmarks/wikitext2/grounded.py --variant {variant} first"
             out[variant] = {"status": "not run", "why": why}
     previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
     earlier = previous.get("single_task_awd", {})

@@ -1,7 +1,7 @@
 """A full training of the ``wt2-cpu`` default on WikiText-2, and its test perplexities.
 
-    python benchmarks/wt2_cpu_training.py [--run-dir runs/wt2-cpu]
-    python benchmarks/wt2_cpu_training.py --collect runs/wt2-cpu   # a run already finished
+    python benchmarks/wikitext2/wt2_cpu_training.py [--run-dir runs/wt2-cpu]
+    python benchmarks/wikitext2/wt2_cpu_training.py --collect runs/wt2-cpu  # a finished run
 
 Trains ``nslm train --config configs/wt2-cpu.toml`` (42-minute budget, validation included), then
 writes benchmarks/results/wt2_cpu_training.json with the test perplexity of both heads, the
@@ -19,10 +19,11 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, today
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).parent / "results" / "wt2_cpu_training.json"
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "wt2_cpu_training.json"
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
 """Word+POS LMs side by side on Brown and UD EWT: word-only, factorised joint, Eq. 11,
 multi-task, and the discriminative left-to-right tagger (docs/word-pos.md).
 
-    python benchmarks/word_pos.py                      # every model, 20 minutes each at most
-    python benchmarks/word_pos.py --minutes 1 --corpora ewt --out /tmp/wp.json   # a smoke run
+    python benchmarks/word_pos/word_pos.py  # every model, 20 minutes each at most
+    python benchmarks/word_pos/word_pos.py --minutes 1 --corpora ewt --out /tmp/wp.json  # smoke
 
 Each model trains with ``nslm train --config configs/word-pos-<corpus>.toml --set pos_model=<kind>``
 (the same config, so the models differ in nothing else), one after the other, into
@@ -24,11 +24,12 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from machine import machine_info, today
 from nslm.files.atomic import write_json_atomic
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).parent / "results" / "word_pos.json"
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "word_pos.json"
 MODELS = ("word_only", "joint", "eq11", "multitask")
 FIELDS = ("word_ppl_gold_prev_tags", "word_ppl_predicted_tags", "joint_ppl")
 
@@ -102,7 +103,7 @@ def main() -> None:
             "minutes_per_model": args.minutes,
             "load_average_1m_before": load_before,
             "load_average_1m_after": os.getloadavg()[0],
-            "command": " ".join(["python", "benchmarks/word_pos.py", *sys.argv[1:]]),
+            "command": " ".join(["python", "benchmarks/word_pos/word_pos.py", *sys.argv[1:]]),
             "date": today(),
             "machine": machine_info(),
         }
