@@ -26,16 +26,24 @@ Writes benchmarks/results/house.json:
   meanings or concepts with two names, by tests/cli/test_cli_vocabulary.py's table of the CLI's
   vocabulary, listed in ``cli_collision_list``), ``run_kind_checks`` (places that read a
   run's files to decide its kind outside runs/kinds.py, which decides it once for every
-  front end, listed in ``run_kind_check_places``), ``arrows_back_up`` (imports of a later
-  stage, by tests/test_layout.py's table);
+  front end, listed in ``run_kind_check_places``);
+- the layout, by tests/test_layout.py's reading of every import (lazy ones and those under
+  ``if TYPE_CHECKING:`` too) and its table of stages: ``arrows_back_up`` (imports of a later
+  stage, listed in ``arrows_back_up_list``), ``core_imports_of_systems`` (imports of another
+  system's package by the NSLM core, listed in ``core_imports_of_systems_list``) and
+  ``circles`` (groups of modules that import each other round about, each listed in
+  ``circle_list`` as its shortest circle);
+- ``benchmarks_layout``: the folders of benchmarks/ with their scripts, the scripts left
+  flat, and for each file of benchmarks/results/ the scripts that write it, by
+  benchmarks/README.md's table (tests/test_benchmarks_layout.py checks it);
 - ``python_api_examples``: ``{"passed", "failed"}`` of docs/python.md's examples, run by
   tests/test_python_api.py on the suite's tiny runs (needs $NSLM_DATA_DIR);
 - ``duplicate_pairs_src``: the pairs of places in ``src/`` that share six or more lines, the
   same or of the same shape, as the ``duplicates`` tool of the project's tool library counts
   them (``duplicate_pairs_rows`` lists them).
 
-``--code-only`` measures the last three groups alone and merges them into an existing
-house.json.
+``--code-only`` measures the groups from ``packages`` on alone and merges them into an
+existing house.json.
 """
 
 from __future__ import annotations
@@ -239,8 +247,7 @@ def cli_collisions() -> dict:
 
 def conventions() -> dict:
     """``fmt: skip`` lines, hidden CLI options, CLI names with two meanings or concepts with
-    two names, run-kind checks outside runs/kinds.py, and the imports of a later stage
-    (tests/test_layout.py's rule)."""
+    two names, and run-kind checks outside runs/kinds.py."""
     package = ROOT / "src/nslm"
     sources = {p: p.read_text(encoding="utf-8") for p in package.rglob("*.py")}
 
@@ -256,17 +263,31 @@ def conventions() -> dict:
         for n, line in enumerate(text.splitlines(), 1)
         if reads_kind(p.relative_to(package).as_posix(), line)
     ]
-    from test_layout import arrows_back_up
-
-    back_up = arrows_back_up()
     return {
         "fmt_skip": sum(text.count("fmt: skip") for text in sources.values()),
         **hidden_names(),
         **cli_collisions(),
         "run_kind_checks": len(kind_checks),
         "run_kind_check_places": kind_checks,
+    }
+
+
+def layout() -> dict:
+    """The imports of a later stage, the core's imports of other systems and the circles
+    of the import graph, as tests/test_layout.py finds them; benchmarks/'s layout as
+    tests/test_benchmarks_layout.py reads it."""
+    from test_benchmarks_layout import benchmarks_layout
+    from test_layout import arrows_back_up, circles, core_imports_of_systems
+
+    back_up, core, found = arrows_back_up(), core_imports_of_systems(), circles()
+    return {
         "arrows_back_up": len(back_up),
         "arrows_back_up_list": back_up,
+        "core_imports_of_systems": len(core),
+        "core_imports_of_systems_list": core,
+        "circles": len(found),
+        "circle_list": [" → ".join(circle) for circle in found],
+        "benchmarks_layout": benchmarks_layout(),
     }
 
 
@@ -289,6 +310,7 @@ def code() -> dict:
     result: dict = {
         **packages(),
         **conventions(),
+        **layout(),
         "python_api_examples": python_api_examples(),
     }
     tool = shutil.which("duplicates")
