@@ -24,7 +24,7 @@ from nslm.data import PreparedCorpus
 from nslm.data.numbers import rejoin_numbers
 
 if TYPE_CHECKING:
-    from nslm.models.heads import HNLMLayout
+    from nslm.models.hnlm_layout import HNLMLayout
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_CONFIG = ROOT / "configs" / "tiny.toml"
@@ -251,7 +251,7 @@ HEAD_CASES = {
 
 def synthetic_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
     """Random class vocabularies, some overlapping (a number type can be in two classes)."""
-    from nslm.models.heads import HNLMLayout
+    from nslm.models.hnlm_layout import HNLMLayout
 
     rng = np.random.default_rng(seed)
     members = [np.zeros(0, np.int64)]
@@ -271,7 +271,7 @@ def synthetic_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
 
 def shared_layout(vocab: int, n_classes: int, seed: int) -> HNLMLayout:
     """``synthetic_layout``'s classes with the shared index maps (word id = top id)."""
-    from nslm.models.heads import HNLMLayout
+    from nslm.models.hnlm_layout import HNLMLayout
 
     base = synthetic_layout(vocab, n_classes, seed)
     top_of_word = np.where(base.top_of_word >= 0, np.arange(vocab), -1)

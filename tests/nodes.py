@@ -1,6 +1,6 @@
 """nslm training on several "nodes" of this one machine, each a torchrun launcher joined by
-torchrun's c10d rendezvous: what tests/training/test_multinode.py checks and benchmarks/house.py
-measures (docs/training.md, "Several machines").
+torchrun's c10d rendezvous: what tests/training/test_multinode.py checks and
+benchmarks/house/house.py measures (docs/training.md, "Several machines").
 
 Everything stays on loopback: the rendezvous endpoint, the address each launcher gives the
 others (``--local-addr``) and the interface gloo binds (``GLOO_SOCKET_IFNAME=lo``), so the

@@ -4,7 +4,7 @@ its methods promise (proper scores, a prediction list in order, a generation tha
 with its prompt); and what is not a model is a one-line error.
 
 ``NSLM_API_EXAMPLES_OUT``: a file where the examples' test writes ``{"passed", "failed"}``
-(benchmarks/house.py reads it as ``python_api_examples``).
+(benchmarks/house/house.py reads it as ``python_api_examples``).
 """
 
 from __future__ import annotations

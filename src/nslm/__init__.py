@@ -4,6 +4,10 @@
 (:mod:`nslm.api`; docs/python.md).
 """
 
+# The systems that plug into the core register with nslm.hooks when their package is
+# imported; importing them here, with nslm itself, lets every entry point see them. Each
+# package's __init__ is light: its entries import the system's modules when first used.
+from nslm import byte_lm, numerals, word_pos  # noqa: F401
 from nslm.errors import NslmError
 
 __all__ = ["NslmError", "check", "load"]

@@ -16,7 +16,7 @@ the tree (``from nslm.cli import cli``) and fail when
   not take, or more positionals than it takes (docs/history.md quotes old spellings).
 
 :func:`collisions` counts the names with two meanings and the concepts with two names;
-benchmarks/house.py reports that count as ``cli_collisions``.
+benchmarks/house/house.py reports that count as ``cli_collisions``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import HEAD_CASES, synthetic_layout, total_mass
-from nslm.models.heads import HNLMHead, NNLMHead, SoftmaxLayer
+from nslm.models.heads import HNLMHead, NNLMHead
+from nslm.models.softmax import SoftmaxLayer
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,4 +1,4 @@
-"""The logic of benchmarks/table4.py on small synthetic numbers: the λ of ``with_nnlm`` reads
+"""The logic of benchmarks/table4/table4.py on small synthetic numbers: the λ of ``with_nnlm`` reads
 valid only, the noise band's tie rule, and the per-run score cache's invalidation."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
+TABLE4 = Path(__file__).resolve().parents[2] / "benchmarks" / "table4"
+sys.path[:0] = [str(TABLE4), str(TABLE4.parent / "common")]  # as the script runs
 
 from table4_parts import (  # noqa: E402
     RunScores,
@@ -204,13 +204,13 @@ def test_an_nslm_run_rescores_when_its_micro_model_files_change(tmp_path: Path) 
 def test_runs_that_are_not_a_directory_exit_2_with_one_line(tmp_path: Path) -> None:
     import subprocess
 
-    script = BENCHMARKS / "table4.py"
+    script = TABLE4 / "table4.py"
     missing = tmp_path / "nowhere"
     done = subprocess.run(
         [sys.executable, str(script), "--runs", str(missing)],
         capture_output=True,
         text=True,
-        cwd=BENCHMARKS.parent,
+        cwd=TABLE4.parents[1],
         timeout=120,
     )
     assert done.returncode == 2
@@ -218,7 +218,7 @@ def test_runs_that_are_not_a_directory_exit_2_with_one_line(tmp_path: Path) -> N
 
 
 def test_a_fit_is_timed_logged_and_then_skipped(tmp_path: Path, monkeypatch) -> None:
-    """benchmarks/table4_train.py's fits: one runs while its output is missing or older
+    """benchmarks/table4/table4_train.py's fits: one runs while its output is missing or older
     than the weights, appends its output to the run's log and records its wall time and
     what it wrote in RUN/fit_times.json; a fresh output is not fitted again."""
     import json

@@ -1,5 +1,5 @@
 """Reliability machinery (issue 18): the bad-input battery over every command, kill -9 at
-seeded random points, and fuzzed readers. ``benchmarks/robustness.py`` runs the same code.
+seeded random points, and fuzzed readers. ``benchmarks/house/robustness.py`` runs the same code.
 
 - :mod:`robustness.world`: the tiny synthetic world the cases run in (no corpus needed);
 - :mod:`robustness.inputs`: the bad inputs, one kind a function;

@@ -2,7 +2,7 @@
 
 A target takes raw input and either returns or raises NslmError (a one-line error for the
 user); any other exception is a crash. The hypothesis tests (test_fuzzed_readers.py) and the
-coverage-guided fuzz run of benchmarks/robustness.py share these targets, and the strategies
+coverage-guided fuzz run of benchmarks/house/robustness.py share these targets, and the strategies
 that build inputs near the formats (a fuzzer that only ever sends noise never gets past a
 header).
 """

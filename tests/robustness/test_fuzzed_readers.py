@@ -1,7 +1,7 @@
 """Fuzzed readers (hypothesis): the WikiText number re-joiner and class rules, the CoNLL-U,
 Brown and ARPA readers, and the TOML config. Each is total (a result or one NslmError line,
 never another exception), deterministic, and round-trips to what it read where the format
-allows. benchmarks/robustness.py runs the same targets for longer, coverage-guided.
+allows. benchmarks/house/robustness.py runs the same targets for longer, coverage-guided.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Kill anywhere (robustness.kill): SIGKILL at seeded random moments and in the middle of a
 write, rerun or resume, and the outputs equal an uninterrupted run's. Two random moments a
 command here (one for two training processes, whose start-up alone takes seconds);
-benchmarks/robustness.py tries more."""
+benchmarks/house/robustness.py tries more."""
 
 from __future__ import annotations
 

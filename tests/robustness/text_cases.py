@@ -8,7 +8,7 @@ perplexities; the API a 200 whose text is its pieces joined) or one clean error 
 one ``error:`` line; the API a 4xx whose detail is one line of text), never a traceback or a
 500. Where the outcome is known (an empty prompt is an error, a Chinese sentence is read), the
 case says which. The paths need a WikiText-form run with micro-models (the session's tiny
-run in the tests; any run in benchmarks/text_bad_input.py).
+run in the tests; any run in benchmarks/text/text_bad_input.py).
 """
 
 from __future__ import annotations

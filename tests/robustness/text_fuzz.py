@@ -7,7 +7,7 @@ through every function of the boundary in both text forms and both input formats
 an exception, or one of what the boundary keeps true failing: every token is non-empty and
 holds no whitespace (a corpus line splits back into the same tokens), detokenizing returns
 text, and an input of n lines gives n corpus lines with no line break inside one.
-benchmarks/text_bad_input.py runs it under atheris (hypothesis without it); the tests run
+benchmarks/text/text_bad_input.py runs it under atheris (hypothesis without it); the tests run
 it under hypothesis.
 """
 

@@ -1,7 +1,7 @@
 """Word+POS runs through the command line: train, resume, eval's table, generate, bad input.
 
 A tiny synthetic tagged corpus (DET NOUN VERB DET NOUN .) keeps these fast; the real corpora
-are read in tests/word_pos/test_tagged_data.py and trained on in benchmarks/word_pos.py.
+are read in tests/word_pos/test_tagged_data.py and trained on in benchmarks/word_pos/word_pos.py.
 """
 
 from __future__ import annotations

@@ -65,6 +65,11 @@ class Intervention:
             if tuple(d.shape) != (hidden,):
                 raise ValueError(f"a {place} direction needs {hidden} numbers, not {d.numel()}")
 
+    def run_steps(self, lstm: nn.LSTM, emb: Tensor, state):
+        """:func:`intervened_steps` with this intervention: what the LSTM backbone calls
+        (:class:`nslm.models.lstm.StepIntervention`)."""
+        return intervened_steps(lstm, emb, state, self)
+
 
 def intervened_steps(lstm: nn.LSTM, emb: Tensor, state, iv: Intervention):
     """Run the one-layer ``lstm`` over ``emb`` (T, B, E) with ``iv`` at every step.

@@ -8,40 +8,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nslm.byte_lm.data import is_byte_corpus
 from nslm.data.tagging import CLASS_CHOICES
 from nslm.errors import NslmError
+from nslm.hooks import config_rules, corpus_kind_of, head_kinds, training_tasks
 
 if TYPE_CHECKING:
-    from nslm.config.train import TrainConfig
+    from nslm.config.train_config import TrainConfig
 
-# Spithourakis & Riedel (2018)'s numeral models (numerals/model.py; docs/numerals.md)
-NUMERAL_MODELS = (
-    "softmax",
-    "softmax+rnn",
-    "h-softmax",
-    "h-softmax+rnn",
-    "d-rnn",
-    "mog",
-    "combination",
-)
+# the core's values of each key; the models another system trains (a training task of its
+# own, nslm.hooks) are allowed beside these
 CHOICES: dict[str, tuple[str, ...]] = {
-    "model": ("lstm", "awd", "transformer", "fixed-window", "word-pos"),
-    "pos_model": ("word_only", "joint", "eq11", "multitask", "tagger"),
-    "eq11_loss": ("eq11", "eq5"),
+    "model": ("lstm", "awd", "transformer", "fixed-window"),
     "softmax": ("full", "adaptive"),
     "hnlm_top": ("separate", "shared"),
     "optimizer": ("sgd", "adam", "adamw"),
     "lr_schedule": ("plateau", "cosine", "constant", "linear", "halving"),
     "early_stopping_on": ("all", "numbers"),
     "classes": CLASS_CHOICES,  # none: only class_rules
-    "numeral_model": NUMERAL_MODELS,
 }
 HEAD_NAMES = ("nnlm", "hnlm")
 
 
 def validate(cfg: TrainConfig) -> None:
-    """Every rule a config must follow; the first broken one is a one-line NslmError."""
+    """Every rule a config must follow, the core's and then those the other systems
+    registered (:mod:`nslm.hooks`); the first broken one is a one-line NslmError."""
     _check_choices(cfg)
     _check_ranges(cfg)
     _check_validation(cfg)
@@ -56,31 +46,12 @@ def validate(cfg: TrainConfig) -> None:
         _check_tying(cfg)
     if cfg.model == "transformer" and cfg.hidden_size % cfg.n_heads:
         raise NslmError("transformer: hidden_size must be divisible by n_heads")
-    _check_word_pos(cfg)
-    if is_byte_corpus(cfg.corpus) and (cfg.classes != "none" or cfg.class_rules):
-        raise NslmError("a byte corpus has no classes: set classes = 'none' (and no class_rules)")
+    kind = corpus_kind_of(cfg.corpus)
+    if kind is not None and not kind.has_classes and (cfg.classes != "none" or cfg.class_rules):
+        raise NslmError(f"a {kind.name} has no classes: set classes = 'none' (and no class_rules)")
+    for rule in config_rules():
+        rule(cfg)
     _check_device(cfg)
-
-
-def is_tagged_corpus(name: str) -> bool:
-    """A POS-tagged corpus, which the word+POS models read (word_pos/tagged.py)."""
-    return name in ("brown", "ewt") or name.startswith("tagged:")
-
-
-def _check_word_pos(cfg: TrainConfig) -> None:
-    if (cfg.model == "word-pos") != is_tagged_corpus(cfg.corpus):
-        raise NslmError(
-            "model = 'word-pos' trains on a tagged corpus ('brown', 'ewt' or 'tagged:DIR') "
-            "and a tagged corpus needs model = 'word-pos'"
-        )
-    if (
-        cfg.model == "word-pos"
-        and min(cfg.vocab_size - 1, cfg.tag_emb_size, cfg.shape_emb_size) <= 0
-    ):
-        raise NslmError(
-            "config keys 'vocab_size' (≥ 2), 'tag_emb_size' and 'shape_emb_size' "
-            "(> 0) are out of range"
-        )
 
 
 def _check_device(cfg: TrainConfig) -> None:
@@ -99,25 +70,18 @@ def _check_device(cfg: TrainConfig) -> None:
 
 
 def _check_choices(cfg: TrainConfig) -> None:
-    for key, allowed in CHOICES.items():
+    choices = {**CHOICES, "model": CHOICES["model"] + tuple(training_tasks())}
+    for key, allowed in choices.items():
         if getattr(cfg, key) not in allowed:
             raise NslmError(f"config key {key!r} must be one of {', '.join(allowed)}")
-    if cfg.heads == ["numeral"]:
-        _check_numeral(cfg)
-    elif not cfg.heads or any(h not in HEAD_NAMES for h in cfg.heads):
-        raise NslmError(
-            f"config key 'heads' must be a non-empty list of {HEAD_NAMES}, or "
-            "['numeral'] (docs/numerals.md)"
-        )
+    extra = head_kinds()
+    # a head of another system trains alone, and that system's rules check the rest
+    other_system = len(cfg.heads) == 1 and cfg.heads[0] in extra
+    if not other_system and (not cfg.heads or any(h not in HEAD_NAMES for h in cfg.heads)):
+        alone = "".join(f", or [{name!r}] ({kind.docs})" for name, kind in extra.items())
+        raise NslmError(f"config key 'heads' must be a non-empty list of {HEAD_NAMES}{alone}")
     if cfg.hnlm_top == "shared" and set(cfg.heads) != set(HEAD_NAMES):
         raise NslmError("config key 'hnlm_top' = 'shared' needs heads = ['nnlm', 'hnlm']")
-
-
-def _check_numeral(cfg: TrainConfig) -> None:
-    if cfg.model != "lstm" or cfg.classes not in ("all", "numbers"):
-        raise NslmError("heads = ['numeral'] needs model = 'lstm' and classes with numbers")
-    if cfg.numeral_min_count < 1 or cfg.digit_size < 1:
-        raise NslmError("config keys 'numeral_min_count' and 'digit_size' must be positive")
 
 
 def _check_ranges(cfg: TrainConfig) -> None:
@@ -149,7 +113,8 @@ def _check_validation(cfg: TrainConfig) -> None:
         raise NslmError("config key 'halving_epsilon' must be in [0, 1)")
     if cfg.max_halvings < 1:
         raise NslmError("config key 'max_halvings' must be at least 1")
-    if cfg.early_stopping_on == "numbers" and (cfg.classes == "none" or cfg.model == "word-pos"):
+    own_task = cfg.model in training_tasks()  # not a stream LM
+    if cfg.early_stopping_on == "numbers" and (cfg.classes == "none" or own_task):
         raise NslmError(
             "config key 'early_stopping_on' = 'numbers' needs a corpus tagged with number "
             "classes (classes other than 'none') and a stream LM"
@@ -168,7 +133,8 @@ def _check_sparse_embedding(cfg: TrainConfig) -> None:
 
 
 def _check_tying(cfg: TrainConfig) -> None:
-    if cfg.model not in ("lstm", "awd") or not {"nnlm", "numeral"} & set(cfg.heads):
+    # another system's head ties its own input and output layers (nslm.hooks.HeadKind.attach)
+    if cfg.model not in ("lstm", "awd") or not {"nnlm", *head_kinds()} & set(cfg.heads):
         raise NslmError("config key 'tie_weights' needs model 'lstm' or 'awd' and an nnlm head")
     if cfg.model == "awd" and cfg.softmax == "full":
         return  # the softmax's matrix is the learnt part of the embedding table

@@ -16,7 +16,7 @@ import numpy as np
 from nslm.data.units import Unit, unit_at, unit_ending_at
 
 if TYPE_CHECKING:
-    from nslm.data.corpus import Split
+    from nslm.data.split import Split
 
 # The order of the paper's Table 2 rows; class ids follow it.
 NUMBER_CLASSES: tuple[str, ...] = ("year", "day", "round", "decimal", "range", "convert", "other")

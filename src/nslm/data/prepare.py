@@ -31,6 +31,7 @@ from nslm.data.units import Unit
 from nslm.data.vocab import Vocabulary
 from nslm.errors import NslmError
 from nslm.files.atomic import pid_alive
+from nslm.hooks import corpus_kind_of
 
 _RULE_MODULES = (conversions, custom, numbers, places, tagging, units, vocab)
 FORMAT_VERSION = 1
@@ -68,15 +69,13 @@ def prepare_corpus(
 
     ``class_rules`` add user-defined classes (a name and a token regex) after the built-in
     ones; see :mod:`nslm.data.custom`. ``download=False`` fails at once (one line) when a
-    known corpus is not on disk, instead of fetching it. A byte corpus (``imdb-bytes``,
-    ``bytes:DIR``; :mod:`nslm.byte_lm.data`) has no classes and is read afresh each time.
+    known corpus is not on disk, instead of fetching it. A corpus of a kind another system
+    registered (:mod:`nslm.hooks`; the byte LM's ``imdb-bytes`` and ``bytes:DIR``) is that
+    system's to prepare.
     """
-    # the byte LM's corpora are its package's (imported here: nslm.byte_lm.data reads
-    # nslm.data's modules, which this package's __init__ loads)
-    from nslm.byte_lm.data import is_byte_corpus, prepare_byte_corpus
-
-    if is_byte_corpus(name_or_path):  # bytes: nothing to tag, nothing to cache
-        return prepare_byte_corpus(name_or_path)
+    kind = corpus_kind_of(name_or_path)
+    if kind is not None:
+        return kind.prepare(name_or_path)
     rules = tuple(class_rules)
     class_names = class_names_for(classes, rules)
     paths = locate_corpus(name_or_path, download=download)

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-WINDOW = 3_000  # tokens back: the window of NSLM-best's unigram cache (benchmarks/best.py)
+# tokens back: the window of NSLM-best's unigram cache (benchmarks/wikitext2/best.py)
+WINDOW = 3_000
 
 
 @dataclass

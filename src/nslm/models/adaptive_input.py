@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nslm.models.grounding import GroundedEmbedding
-from nslm.models.heads import SoftmaxLayer
+from nslm.models.softmax import SoftmaxLayer
 
 
 class TiedInput(nn.Module):

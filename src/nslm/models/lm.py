@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from nslm.config import TrainConfig
-from nslm.models.heads import HNLMHead, HNLMLayout, NNLMHead
-
-if TYPE_CHECKING:
-    from nslm.numerals.vocab import NumeralSpec
+from nslm.hooks import head_kinds
+from nslm.models.heads import HNLMHead, NNLMHead
+from nslm.models.hnlm_layout import HNLMLayout
 
 PARTS = ("nnlm", "hnlm", "top", "class_mass")
 
@@ -46,7 +45,9 @@ def build_backbone(cfg: TrainConfig, vocab_size: int) -> nn.Module:
 
 
 class LanguageModel(nn.Module):
-    """A backbone with an NNLM head (Eq. 2) and/or an HNLM head (Eq. 3), trained together.
+    """A backbone with an NNLM head (Eq. 2) and/or an HNLM head (Eq. 3), trained together,
+    or with a head another system registered (:class:`nslm.hooks.HeadKind`: the numeral
+    models' ``numeral`` head), built from its ``head_spec``.
 
     ``forward`` computes the multi-task training loss so that DistributedDataParallel sees
     every parameter used in one call: loss = mean NLL(NNLM) + hnlm_weight · mean NLL(HNLM).
@@ -57,7 +58,7 @@ class LanguageModel(nn.Module):
         cfg: TrainConfig,
         vocab_size: int,
         layout: HNLMLayout | None,
-        numerals: NumeralSpec | None = None,
+        head_spec: Any = None,
     ) -> None:
         super().__init__()
         self.head_names = list(cfg.heads)
@@ -72,15 +73,13 @@ class LanguageModel(nn.Module):
                 raise ValueError("the HNLM head needs an HNLMLayout")
             words = heads["nnlm"].softmax if cfg.hnlm_top == "shared" else None
             heads["hnlm"] = HNLMHead(dim, layout, kind, cutoffs, div, words=words)
-        if "numeral" in self.head_names:  # Spithourakis & Riedel's models (numerals/model.py)
-            if numerals is None:
-                raise ValueError("the numeral head needs a NumeralSpec")
-            # the numeral models are their own package, which builds on this one's heads
-            from nslm.numerals.model import attach_numeral_model
-
-            heads["numeral"] = attach_numeral_model(cfg, self.backbone, numerals)
+        for name, kind in head_kinds().items():
+            if name in self.head_names:
+                if head_spec is None:
+                    raise ValueError(f"the {name} head needs its spec ({kind.spec_file})")
+                heads[name] = kind.attach(cfg, self.backbone, head_spec)
         self.heads = nn.ModuleDict({name: heads[name] for name in self.head_names})
-        self.weights = {"nnlm": 1.0, "hnlm": cfg.hnlm_weight, "numeral": 1.0}
+        self.weights = {n: cfg.hnlm_weight if n == "hnlm" else 1.0 for n in self.head_names}
         tie = getattr(self.backbone, "tie_target", None)
         if cfg.tie_weights and "nnlm" in heads and tie is not None:  # awd
             softmax = heads["nnlm"].softmax
@@ -122,8 +121,9 @@ class LanguageModel(nn.Module):
             out["hnlm"] = top + hnlm.within_log_prob(h, targets, classes)
         if "top" in parts:
             out["top"] = top
-        if "numeral" in parts:
-            out["numeral"] = self.heads["numeral"].target_log_prob(h, targets, classes)
+        for part in parts:
+            if part not in out and part not in PARTS:  # another system's head
+                out[part] = self.heads[part].target_log_prob(h, targets, classes)
         return {p: out[p] for p in parts}
 
     def forward(

@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Protocol
 
 import torch
 from torch import Tensor, nn
 
-from nslm.byte_lm.intervention import Intervention, intervened_steps
 from nslm.models.grounding import input_width, make_embedding
 
 State = tuple[Tensor, Tensor] | None
+
+
+class StepIntervention(Protocol):
+    """A change to a one-layer LSTM at every step of its recurrence (ablating units, clamping
+    them, steering the state: the byte LM's interventions), which then runs the steps itself.
+
+    The fused ``nn.LSTM`` hides the cell state between steps, so an intervention computes
+    them: ``run_steps(lstm, emb, state)`` runs ``lstm`` over ``emb`` (T, B, E) from
+    ``state`` and returns (hidden states (T, B, H), cell states (T, B, H), (h, c) each
+    (1, B, H)), float32. An ``empty`` one changes nothing and is never run: the backbone keeps
+    its own fused path.
+    """
+
+    @property
+    def empty(self) -> bool: ...
+
+    def run_steps(
+        self, lstm: nn.LSTM, emb: Tensor, state: State
+    ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]: ...
 
 
 def locked_dropout(x: Tensor, p: float, training: bool) -> Tensor:
@@ -60,15 +79,15 @@ class LSTMBackbone(nn.Module):
                 emb_size, hidden_size, num_layers, dropout=dropout if num_layers > 1 else 0.0
             )
         self.out_dim = hidden_size
-        # ablation, clamping, steering at every step (byte_lm/intervention.py); None: none
-        self.intervention: Intervention | None = None
+        # what changes the LSTM at every step (set from outside the model); None: nothing
+        self.intervention: StepIntervention | None = None
         # Small uniform embedding init, as in the classic Zaremba et al. recipe.
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def forward(self, x: Tensor, state: State = None) -> tuple[Tensor, State]:
         iv = self.intervention
         if iv is not None and not iv.empty:
-            hs, _, state = intervened_steps(self.lstm, self.drop(self.embed(x)), state, iv)
+            hs, _, state = iv.run_steps(self.lstm, self.drop(self.embed(x)), state)
             return self.drop(hs), state
         if not self.locked:
             out, state = self.lstm(self.drop(self.embed(x)), state)
@@ -107,7 +126,7 @@ def lstm_state_chunks(
     for t0 in range(0, x.shape[0], chunk):
         emb = backbone.embed(x[t0 : t0 + chunk]).float()
         if iv is not None and not iv.empty:  # the model with its units ablated, clamped, …
-            hs, cs, state = intervened_steps(lstm, emb, state, iv)
+            hs, cs, state = iv.run_steps(lstm, emb, state)
             yield t0, hs, cs
             continue
         hs = torch.empty(len(emb), x.shape[1], lstm.hidden_size)

@@ -32,8 +32,9 @@ from torch import Tensor, nn
 
 from nslm.models.cluster_scores import cluster_log_probs
 
-if TYPE_CHECKING:  # heads.py builds this module's class; import its types for hints only
-    from nslm.models.heads import HNLMLayout, SoftmaxLayer
+if TYPE_CHECKING:
+    from nslm.models.hnlm_layout import HNLMLayout
+    from nslm.models.softmax import SoftmaxLayer
 
 # Below this share of a softmax block kept, 1 − Σ dropped loses float32 precision; such
 # rows take the exact (masked log-sum-exp) path instead. Rare: only rows where class-only

@@ -30,13 +30,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nslm.config.checks import CHOICES
 from nslm.data.numbers import is_number, number_value
-from nslm.models.heads import SoftmaxLayer
+from nslm.models.softmax import SoftmaxLayer
 from nslm.numerals.branches import DigitDecoder, DigitEncoder, NumeralMoG
+from nslm.numerals.rules import NUMERAL_MODELS
 from nslm.numerals.vocab import NumeralSpec, char_ids, precision
 
-NUMERAL_MODELS = CHOICES["numeral_model"]
 FLAT = ("softmax", "softmax+rnn")
 CATEGORICAL = ("softmax", "softmax+rnn", "h-softmax", "h-softmax+rnn", "combination")
 DIGIT_OUTPUT = ("softmax+rnn", "h-softmax+rnn", "combination")

@@ -283,7 +283,7 @@ INTERVENTION_FIGURES = (
 
 
 def interventions(run: Path) -> Section | None:
-    """The figures of benchmarks/neuron_interventions.py (RUN/probes/interventions/)."""
+    """The figures of benchmarks/neurons/neuron_interventions.py (RUN/probes/interventions/)."""
     folder = run / "probes" / "interventions"
     shown = [
         figure(folder / name, caption)
@@ -293,7 +293,7 @@ def interventions(run: Path) -> Section | None:
     if not shown:
         return None
     note = (
-        "<p>Do the probed units matter? <code>python benchmarks/neuron_interventions.py "
+        "<p>Do the probed units matter? <code>python benchmarks/neurons/neuron_interventions.py "
         f"--run {esc(run)}</code>; the figures are in benchmarks/results/neurons.json.</p>"
     )
     return ("probe-interventions", "Probes: controls, ablation, steering", note + "".join(shown))

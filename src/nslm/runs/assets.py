@@ -41,7 +41,6 @@ from typing import Any
 
 import numpy as np
 
-from nslm.byte_lm.data import is_byte_corpus, locate_byte_corpus
 from nslm.config import TrainConfig, class_rules_of
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.locate import SPLITS, locate_corpus
@@ -49,6 +48,7 @@ from nslm.data.prepare import prepare_corpus, prepared_cache_root
 from nslm.data.vocab import Vocabulary
 from nslm.errors import NslmError
 from nslm.files.atomic import write_bytes_atomic, write_json_atomic
+from nslm.hooks import corpus_kind_of
 
 ASSETS_JSON = "assets.json"
 ASSETS_NPZ = "assets.npz"
@@ -150,8 +150,9 @@ class RunCorpus(PreparedCorpus):
             prepared = PreparedCorpus.load(entry)
         else:
             try:
-                if is_byte_corpus(source):
-                    locate_byte_corpus(source)
+                kind = corpus_kind_of(source)  # a corpus another system prepares
+                if kind is not None:
+                    kind.locate(source)
                 else:
                     locate_corpus(source, download=False)
             except NslmError as exc:

@@ -21,11 +21,11 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
-from nslm.byte_lm.data import is_byte_corpus
 from nslm.config import TrainConfig, read_config_json
 from nslm.errors import NslmError
+from nslm.hooks import corpus_kind_of
 
 RunKind = Literal["nslm", "numeral", "byte", "word_pos", "ngram", "transformer"]
 KINDS: tuple[RunKind, ...] = ("nslm", "numeral", "byte", "word_pos", "ngram", "transformer")
@@ -70,8 +70,9 @@ def kind_of_config(cfg: TrainConfig) -> RunKind:
     """The kind of a trained run, from its config."""
     if cfg.model == "word-pos":
         return "word_pos"
-    if is_byte_corpus(cfg.corpus):
-        return "byte"
+    corpus = corpus_kind_of(cfg.corpus)  # a corpus another system prepares: its kind
+    if corpus is not None:
+        return cast(RunKind, corpus.run_kind)
     return "numeral" if "numeral" in cfg.heads else "nslm"
 
 

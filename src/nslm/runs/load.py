@@ -15,9 +15,9 @@ from nslm.data.corpus import PreparedCorpus
 from nslm.data.text import text_form_of
 from nslm.errors import NslmError
 from nslm.files.json_policy import read_json
-from nslm.models.heads import HNLMLayout
+from nslm.hooks import head_kinds
+from nslm.models.hnlm_layout import HNLMLayout
 from nslm.models.lm import LanguageModel
-from nslm.numerals.vocab import NumeralSpec
 from nslm.runs.files import load_model_tensors
 from nslm.scores.classes import ClassFactor, class_factor
 from nslm.scores.passes import Scorer
@@ -79,10 +79,11 @@ def load_run(run_dir: Path | str, corpus=None, *, weights: Path | str | None = N
     layout = None
     if "hnlm" in cfg.heads:
         layout = HNLMLayout.from_json(read_json(run_dir / "layout.json"))
-    numerals = None
-    if "numeral" in cfg.heads:
-        numerals = NumeralSpec.from_json(read_json(run_dir / "numerals.json"))
-    model = LanguageModel(cfg, len(itos), layout, numerals)
+    head_spec = None  # what another system's head (nslm.hooks) knew before training
+    for name, kind in head_kinds().items():
+        if name in cfg.heads:
+            head_spec = kind.spec_from_json(read_json(run_dir / kind.spec_file))
+    model = LanguageModel(cfg, len(itos), layout, head_spec)
     weights = run_dir / "model.safetensors" if weights is None else Path(weights)
     if not weights.is_file():
         raise NslmError(f"{run_dir} has no {weights.name} yet (training not far enough)")

@@ -18,9 +18,9 @@ from nslm.config import TrainConfig, class_rules_of
 from nslm.data.corpus import PreparedCorpus
 from nslm.data.numbers import number_positions
 from nslm.errors import NslmError
-from nslm.models.heads import HNLMLayout
+from nslm.hooks import head_kinds
+from nslm.models.hnlm_layout import HNLMLayout
 from nslm.models.lm import LanguageModel
-from nslm.numerals.vocab import NumeralSpec
 from nslm.perplexity import perplexity
 from nslm.runs.assets import write_run_assets
 from nslm.scores.passes import Scorer, head_of
@@ -49,12 +49,14 @@ class StreamLMTask:
         if "hnlm" in cfg.heads:
             shared = cfg.hnlm_top == "shared"
             self.layout = HNLMLayout.from_corpus(self.corpus, shared=shared)
-        self.numerals = None
-        if "numeral" in cfg.heads:  # built alike on every rank (the Gaussians' EM is seeded)
-            self.numerals = NumeralSpec.from_corpus(self.corpus, cfg.numeral_min_count)
+        # another system's head (nslm.hooks), and what it knows before training
+        self.head_kind = next((k for n, k in head_kinds().items() if n in cfg.heads), None)
+        self.head_spec = None
+        if self.head_kind is not None:  # built alike on every rank
+            self.head_spec = self.head_kind.spec_from_corpus(cfg, self.corpus)
         # The seed right before the model's initialisation: the same weights as ever.
         torch.manual_seed(cfg.seed)
-        self.model = LanguageModel(cfg, len(self.corpus.vocab), self.layout, self.numerals)
+        self.model = LanguageModel(cfg, len(self.corpus.vocab), self.layout, self.head_spec)
         # Grounding (Table 6) and pretrained vectors (Table 5), before DDP copies the weights.
         self.vectors = prepare_embeddings(cfg, self.model, self.corpus, fresh=not resume)
         self.model.to(device)
@@ -159,8 +161,9 @@ class StreamLMTask:
         write_run_assets(run_dir, self.cfg, self.corpus)
         if self.layout is not None:
             ck.write_json_atomic(run_dir / "layout.json", self.layout.to_json())
-        if self.numerals is not None:
-            ck.write_json_atomic(run_dir / "numerals.json", self.numerals.to_json())
+        if self.head_kind is not None:
+            spec_file = run_dir / self.head_kind.spec_file
+            ck.write_json_atomic(spec_file, self.head_spec.to_json())
         if self.vectors is not None:
             ck.write_json_atomic(run_dir / INIT_VECTORS_FILE, self.vectors)
             print(describe(self.vectors), file=sys.stderr)

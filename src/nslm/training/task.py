@@ -3,8 +3,9 @@
 The loop (``training/loop.py``) owns everything a kind of model does not change: budgets,
 the lr schedule, clipping, the DDP wrap, checkpoints with exact resume, kept checkpoints,
 metrics, progress, early stopping and ``results.json``. A :class:`TrainingTask` gives it
-the rest. Today's stream LM (``training/stream_task.py``) is one; :func:`make_task` is the
-one place that picks the task for a config.
+the rest. The stream LM (``training/stream_task.py``) is one, and a model another system
+trains its own way registers its task (:mod:`nslm.hooks`; the word+POS LMs');
+:func:`make_task` is the one place that picks the task for a config.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from torch import Tensor, nn
+
+from nslm.hooks import training_tasks
 
 if TYPE_CHECKING:
     import torch
@@ -74,10 +77,9 @@ class TrainingTask(Protocol):
 
 def task_class(cfg: TrainConfig) -> type[TrainingTask]:
     """The kind of task a config trains: the one dispatch on the config."""
-    if cfg.model == "word-pos":
-        from nslm.word_pos.training import WordPosTask
-
-        return WordPosTask
+    own = training_tasks().get(cfg.model)
+    if own is not None:
+        return own()
     from nslm.training.stream_task import StreamLMTask  # not at import: it loads models
 
     return StreamLMTask

@@ -8,9 +8,11 @@ docs/probes.md has the whole story. The parts:
 - :mod:`nslm.byte_lm.probes.sentiment`: SST-2 / IMDB probes beside bag-of-words and majority;
 - :mod:`nslm.byte_lm.probes.pos`: one-vs-rest POS probes on UD EWT bytes, top-k neuron tables;
 - :mod:`nslm.byte_lm.probes.plots`: weight bars, histograms, a sentence coloured by a neuron;
-- :mod:`nslm.byte_lm.probes.pipeline`: a probe end to end (``nslm probe``, benchmarks/neurons.py);
+- :mod:`nslm.byte_lm.probes.pipeline`: a probe end to end (``nslm probe``,
+  benchmarks/neurons/neurons.py);
 - :mod:`nslm.byte_lm.probes.controls`: control tasks, shuffled labels, random-unit baselines, and
-  :mod:`nslm.byte_lm.probes.control_plots` their figures (benchmarks/neuron_interventions.py).
+  :mod:`nslm.byte_lm.probes.control_plots` their figures
+  (benchmarks/neurons/neuron_interventions.py).
 """
 
 from __future__ import annotations

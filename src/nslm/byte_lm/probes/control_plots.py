@@ -1,5 +1,5 @@
-"""Figures of benchmarks/neuron_interventions.py: top-k accuracy against the random-unit band,
-selectivity bars, and samples coloured by a unit (steered beside unsteered).
+"""Figures of benchmarks/neurons/neuron_interventions.py: top-k accuracy against the
+random-unit band, selectivity bars, and samples coloured by a unit (steered beside unsteered).
 
 Each figure is written to ``path`` and, when given, copied to ``copy`` (the run's
 ``probes/interventions/`` folder, which ``nslm report`` shows).

@@ -1,5 +1,5 @@
 """A probe end to end on a loaded byte-LM run: data → states → probes → JSON, probe files and
-figures in one folder. ``nslm probe`` and ``benchmarks/neurons.py`` both call these.
+figures in one folder. ``nslm probe`` and ``benchmarks/neurons/neurons.py`` both call these.
 
 Files, under ``out`` (``RUN/probes/<name>/`` by default):
 

@@ -1,0 +1,347 @@
+"""Numbers, years and places never seen in training: the open micro-models, scored properly.
+
+    python benchmarks/open_vocab/open_vocab.py --run RUN [--sum-positions 120] [--out FILE]
+
+RUN is a trained NNLM/HNLM run with ``nslm micro fit RUN`` done (micro.json and open.json).
+Writes benchmarks/results/open_vocab.json:
+
+- ``escapes``: per open class, the probability that its next member is new (mean over the
+  class's validation tokens) and ``how`` it was fitted, with the fitted parameters;
+- ``sums_to_one``: max |Σ − 1| of NSLM-open (vocabulary + every open member, enumerated
+  where O_c is finite, the value model's closed form where not) and of the NNLM with the
+  spelling model, at random test positions; ``sums_to_one_max_error`` the larger;
+  ``spelling_check``: the spelling model's next-symbol sums and its least P(end), which
+  make its total over all strings one;
+- ``unseen_wt2``: WikiText-2 test's class tokens unseen in training, per class and in total,
+  proper perplexity of NNLM+spelling, NSLM+spelling (closed) and NSLM-open;
+- ``numbers_proper``: WikiText-2 test Numbers and Locations, proper, every model;
+- ``ewt``: UD English EWT test as plain text, scored document by document (``documents``:
+  316, from its ``# newdoc`` lines), Numbers proper and adjusted; ``gain_split``:
+  NSLM-open's gain over the closed NSLM on its in- and out-of-vocabulary numbers, with and
+  without the caches of new members;
+- ``bits_per_byte``: WikiText-2 test and EWT, every model, proper; ``bits_per_byte_classes``
+  the same on the bytes of each class's tokens (by rule) and of Numbers and Locations, as
+  benchmarks/transformer/transformer_nslm.py counts a class word's bytes (the token as written);
+- ``prompts`` and ``year_after_new``: plain-English prompts with values the training text
+  never held, their top-10 and which entries are new.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
+from bits_per_byte import bits_per_byte, class_bits_per_byte
+from machine import machine_info, today
+from nslm.data.fixed_vocab import prepare_text, prepare_text_file
+from nslm.data.locate import locate_corpus
+from nslm.evaluation.open_report import evaluate_open
+from nslm.evaluation.open_tables import row_masks
+from nslm.files.atomic import write_json_atomic
+from nslm.generation.open_predict import open_predict_many
+from nslm.micro.logspace import logsumexp
+from nslm.micro.open_enumerated import EnumeratedBase
+from nslm.perplexity import perplexity
+from nslm.runs.micro import load_run_micro
+from nslm.runs.open import open_run
+from nslm.runs.open_micro import load_run_open
+from nslm.scores.spelling import fit_spelling
+from texts import ewt_text
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+MODELS = ("NNLM", "NSLM", "NSLM-open")
+
+# "… in Y … and ended in": the likeliest year should come after Y (Y unseen in training)
+YEAR_TEMPLATES = (
+    "Construction began in {y} and ended in",
+    "The war broke out in {y} and ended in",
+    "The festival was first held in {y} and ended in",
+    "The restoration started in {y} and ended in",
+)
+OTHER_PROMPTS = (
+    "The town had a population of 12,480 in 2010 , rising to",
+    "The village had 3,215 inhabitants in 2001 and",
+    "Tickets cost $ 17.35 , and a season pass cost $",
+    "The bridge is 1,873 metres long and",
+    "The road runs for 418 km ( 260 mi ) from",
+    "The peak is 4,287 m ( 14,065 ft ) high , and the pass below it",
+    "The stadium holds 52,650 people , and its record attendance is",
+    "The company sold 7,341 cars in 2019 and",
+    "The festival moved from Bhopal to",
+    "She was born in Surat and moved to",
+    "The team flew from Lusaka to",
+    "Trade between Chennai and",
+    "The novel was published in 2031 , and the sequel in",
+    "The mission launched in 2047 and returned in",
+    "The album sold 184,300 copies in its first week and",
+    "The lake covers 6.82 square kilometres and",
+)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def ppl(log_probs: np.ndarray) -> float:
+    finite = log_probs[~np.isnan(log_probs)]
+    return perplexity(finite) if len(finite) else math.nan
+
+
+def sums_to_one(loaded, scorer, plain, open_models, text, n: int, seed: int = 0) -> dict:
+    """Σ P over the vocabulary and every open member at ``n`` random positions: NSLM-open
+    (enumerated classes summed member by member) and the NNLM (its ``<unk>`` mass spread by
+    the spelling model, whose total over all strings is one by construction)."""
+    split = text.split
+    positions = np.sort(np.random.default_rng(seed).choice(len(split), n, replace=False))
+    names = loaded.corpus.class_names
+    feats = scorer.features_at(split, positions)
+    rows = {}
+    news = {}
+    for name, mm in plain.items():
+        ctx = mm.cls.context(split, positions, mm.context)
+        om = open_models.get(name)
+        if om is None:
+            rows[name] = mm.log_prob(ctx, feats)
+            continue
+        H = feats if om.needs_features else None
+        cache = om.text_cache(split, list(text.strings), positions)
+        rows[name] = om.log_prob_known(ctx, H, cache)
+        if isinstance(om.base, EnumeratedBase):  # every new member, one by one
+            full = om.log_prob_members(ctx, H, cache)
+            new = np.ones(full.shape[1], dtype=bool)
+            new[om.base.vc_columns] = False
+            news[name] = logsumexp(full[:, new], axis=1) if new.any() else np.full(n, -np.inf)
+        else:  # the value model's total over O_c \\ V_c (tests/micro/test_value_model.py)
+            news[name] = om.log_new_mass(ctx, H, cache)
+    full = scorer.distribution(feats, plain, names, rows)
+    total = np.exp(logsumexp(full.marginal(), axis=1))
+    for name, new in news.items():
+        total += np.exp(full.tag[:, names.index(name)] + new)
+    # the NNLM's <unk> mass goes to the spelled strings, whose total is one
+    with torch.no_grad():
+        nnlm = loaded.model.heads["nnlm"].log_dist(feats).double().numpy()
+    return {
+        "positions": n,
+        "NSLM-open": float(np.max(np.abs(total - 1))),
+        "NNLM+spelling": float(np.max(np.abs(np.exp(logsumexp(nnlm, axis=1)) - 1))),
+    }
+
+
+def unseen(evaluation, lams, text) -> dict:
+    """Proper perplexity at the class tokens outside the training vocabulary."""
+    s = evaluation.scores["test"]["plain"]
+    oov = s.oov & (text.split.rule_class_ids > 0)
+    names = evaluation.class_names
+    models = {
+        "NNLM+spelling": s.nnlm(),
+        "NSLM+spelling": s.ensemble(lams["NSLM"], open_vocab=False),
+        "NSLM-open": s.ensemble(lams["NSLM-open"], open_vocab=True),
+        "NSLM-open-pure": s.pure(open_vocab=True),
+    }
+    out = {}
+    for cid in sorted(set(text.split.rule_class_ids[oov].tolist())):
+        mask = oov & (text.split.rule_class_ids == cid)
+        out[names[cid]] = {
+            "tokens": int(mask.sum()),
+            **{m: ppl(v[mask]) for m, v in models.items()},
+        }
+    out["total"] = {"tokens": int(oov.sum()), **{m: ppl(v[oov]) for m, v in models.items()}}
+    return out
+
+
+def prompts_figures(loaded, plain, open_models, lam: float) -> tuple[list, dict]:
+    vocab = set(loaded.corpus.vocab.itos)
+    years = [y for y in range(2023, 2100) if str(y) not in vocab]
+    chosen = years[:: max(1, len(years) // 8)][:8]
+    year_prompts = [t.format(y=y) for y in chosen for t in YEAR_TEMPLATES]
+    texts = [*year_prompts, *OTHER_PROMPTS]
+    results = open_predict_many(loaded, plain, open_models, texts, k=10, lam=lam)
+    prompts, after = [], {}
+    for text, r in zip(texts, results, strict=True):
+        prompts.append(
+            {
+                "prompt": text,
+                "top10": [
+                    {"token": e["token"], "p": e["p"], "new": e["new"]} for e in r["top"][:10]
+                ],
+                "classes": {
+                    c: [{"token": e["token"], "p": e["p"], "new": e["new"]} for e in v["top"][:5]]
+                    for c, v in list(r["classes"].items())[:3]
+                },
+            }
+        )
+        if text in year_prompts:
+            y = next(y for y in chosen if str(y) in text)
+            top = r["classes"].get("year", {}).get("top", [])
+            best = int(top[0]["token"]) if top and top[0]["token"].isdigit() else None
+            after[text] = {
+                "year": y,
+                "top_year": best,
+                "after": best is not None and y < best <= y + 10,
+            }
+    return prompts, after
+
+
+def gain_split(loaded, plain, open_models, spelling, text, evaluation, lams) -> dict:
+    """NSLM-open's log-probability minus the closed NSLM's, summed over EWT's Numbers
+    tokens in and out of the vocabulary, under each convention; and the same with the
+    open models' caches of new members switched off (what the cache adds)."""
+    from nslm.evaluation.open_vocab import open_scores
+    from nslm.micro.open_cache import CacheWeight
+    from nslm.micro.open_set import OpenMicroModel
+
+    names = loaded.corpus.class_names
+    numbers = row_masks(text.split, names)["Numbers"]
+    without = {
+        n: OpenMicroModel(m.micro, m.base, m.weight, m.how, m.gate, CacheWeight(), m.known_shape)
+        for n, m in open_models.items()
+    }
+    variants = {
+        "with_cache": evaluation.scores["ewt"]["plain"],
+        "without_cache": open_scores(loaded.scorer(), text, plain, without, spelling, names),
+    }
+    out: dict = {}
+    for variant, scores in variants.items():
+        for convention in ("proper", "adjusted"):
+            closed = scores.ensemble(lams["NSLM"], False, convention)
+            opened = scores.ensemble(lams["NSLM-open"], True, convention)
+            gain = opened - closed
+            out.setdefault(variant, {})[convention] = {
+                "in_vocab_nats": float(gain[numbers & ~scores.oov].sum()),
+                "oov_nats": float(gain[numbers & scores.oov].sum()),
+                "ratio": float(np.exp(-gain[numbers].mean())),
+            }
+    return out
+
+
+def head(text, n: int):
+    """A text's first ``n`` tokens, strings and counts with them (a dry run's texts)."""
+    from dataclasses import replace
+
+    from nslm.scores.passes import head_of
+
+    share = min(1.0, n / max(len(text.split), 1))
+    return replace(
+        text,
+        split=head_of(text.split, n),
+        strings=text.strings[:n],
+        oov_mask=text.oov_mask[:n],
+        plain_bytes=max(1, int(text.plain_bytes * share)),
+        plain_words=max(1, int(text.plain_words * share)),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=RESULTS / "open_vocab.json")
+    parser.add_argument("--sum-positions", type=int, default=120)
+    parser.add_argument(
+        "--max-tokens", type=int, default=0, help="score each text's first N tokens (a dry run)"
+    )
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    opened = open_run(args.run, micro="plain")
+    loaded, plain = opened.loaded, opened.micro
+    corpus, names = loaded.corpus, loaded.corpus.class_names
+    open_models = load_run_open(loaded, load_run_micro(loaded))
+    spelling = fit_spelling(corpus)
+    scorer = loaded.scorer()
+    paths = locate_corpus("wikitext-2", download=False)
+    texts = {s: prepare_text_file(corpus, paths[s], s, "tokenized") for s in ("valid", "test")}
+    texts["ewt"] = prepare_text(corpus, ewt_text(), "ewt", "UD English EWT test", "plain")
+    if args.max_tokens:
+        texts = {name: head(text, args.max_tokens) for name, text in texts.items()}
+    for text in texts.values():
+        log(f"scoring {text.describe()}")
+    evaluation = evaluate_open(scorer, {"plain": plain}, open_models, spelling, texts, names)
+    lams = evaluation.lambdas("Numbers")
+    log(f"λ on valid Numbers (proper): {lams}")
+    result: dict = {"run": str(args.run), "lambdas": lams}
+    new_rate = evaluation.escapes("valid")
+    result["escapes"] = {
+        name: {
+            "value": new_rate.get(name),
+            "how": om.how,
+            "known_weight": {"a": om.weight.a, "b": om.weight.b},
+            "base": {
+                k: v
+                for k, v in om.base.get_params().items()
+                if k in ("kind", "epsilon", "power", "eta", "lambda", "reference")
+            },
+        }
+        for name, om in open_models.items()
+    }
+    result["sums_to_one"] = sums_to_one(
+        loaded, scorer, plain, open_models, texts["test"], args.sum_positions
+    )
+    result["sums_to_one_max_error"] = max(
+        result["sums_to_one"]["NSLM-open"], result["sums_to_one"]["NNLM+spelling"]
+    )
+    result["spelling_check"] = spelling.normalisation_check()
+    result["unseen_wt2"] = unseen(evaluation, lams, texts["test"])
+    for name, text in (("test", texts["test"]), ("ewt", texts["ewt"])):
+        table = evaluation.table(name, lams)
+        rows = ("Numbers", "Locations")
+        figures = {
+            m: {
+                r: {
+                    k: table[m][r][k]
+                    for k in ("ppl_proper", "ppl_adjusted", "ppl_in_vocab", "tokens", "oov_tokens")
+                }
+                for r in rows
+                if r in table[m]
+            }
+            for m in table
+        }
+        proper = evaluation.columns(name, lams, "proper")
+        bpb = {m: bits_per_byte(v, text.plain_bytes) for m, v in proper.items()}
+        by_class = {m: class_bits_per_byte(v, text, names) for m, v in proper.items()}
+        if name == "test":
+            result["numbers_proper"] = figures
+            result["bits_per_byte"] = {"wt2_test": bpb}
+            result["bits_per_byte_classes"] = {"wt2_test": by_class}
+        else:
+            result["ewt"] = {
+                "tokens": len(text.split),
+                # a form feed at each "# newdoc": caches and previous values reset there
+                "documents": len(np.unique(text.split.article_ids)),
+                "oov_class_tokens": int(text.oov_class_tokens),
+                "num_ppl_proper": {m: table[m]["Numbers"]["ppl_proper"] for m in MODELS},
+                "num_ppl_adjusted": {m: table[m]["Numbers"]["ppl_adjusted"] for m in MODELS},
+                "tables": figures,
+                "gain_split": gain_split(
+                    loaded, plain, open_models, spelling, text, evaluation, lams
+                ),
+            }
+            result["bits_per_byte"]["ewt"] = bpb
+            result["bits_per_byte_classes"]["ewt"] = by_class
+    prompts, after = prompts_figures(loaded, plain, open_models, lams["NSLM-open"])
+    result["prompts"] = prompts
+    # per prompt: is the likeliest year in (Y, Y + 10]? (the detail: Y and that year)
+    result["year_after_new"] = {p: v["after"] for p, v in after.items()}
+    result["year_after_new_detail"] = after
+    result["year_after_new_share"] = sum(v["after"] for v in after.values()) / max(len(after), 1)
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    result["command"] = shlex.join(["python", *sys.argv])
+    result["date"] = today()
+    result["machine"] = machine_info()
+    write_json_atomic(args.out, result)
+    log(
+        json.dumps({k: result[k] for k in ("unseen_wt2", "ewt", "year_after_new_share")}, indent=1)[
+            :3000
+        ]
+    )
+
+
+if __name__ == "__main__":
+    main()
