@@ -67,6 +67,19 @@ YEAR_TEMPLATES = (
     "The festival was first held in {y} and ended in",
     "The restoration started in {y} and ended in",
 )
+# the next number's reference is a number of another class: (prompt, the reference value)
+CROSS_CLASS_PROMPTS = (
+    ("The town had a population of 12,480 in 2010 , rising to", 12_480),
+    ("The village had 3,215 inhabitants in 2001 , and by 2011 it had", 3_215),
+    ("The stadium holds 52,650 people , and its record attendance is", 52_650),
+    ("The company sold 7,341 cars in 2019 and about", 7_341),
+    ("The album sold 184,300 copies in its first week and a total of", 184_300),
+    ("The school had 1,267 pupils in 2005 ; by 2015 there were", 1_267),
+    ("The county had 86,413 residents in 2000 and", 86_413),
+    ("The church seats 2,430 people , and on feast days up to", 2_430),
+    ("The airport handled 415,870 passengers in 2012 and", 415_870),
+    ("The library holds 31,940 volumes , up from", 31_940),
+)
 OTHER_PROMPTS = (
     "The town had a population of 12,480 in 2010 , rising to",
     "The village had 3,215 inhabitants in 2001 and",
@@ -134,6 +147,92 @@ def sums_to_one(loaded, scorer, plain, open_models, text, n: int, seed: int = 0)
         "NSLM-open": float(np.max(np.abs(total - 1))),
         "NNLM+spelling": float(np.max(np.abs(np.exp(logsumexp(nnlm, axis=1)) - 1))),
     }
+
+
+def enumerated_sums(loaded, scorer, plain, open_models, text, n: int, seed: int = 1) -> dict:
+    """Σ P over every string at ``n`` random positions of a text, with each open class's
+    total over its open set taken member by member and its tail bounded analytically
+    (nslm.micro.open_sums): NSLM-open (the vocabulary's other readings, plus P(c | h) times
+    each open class's total) and the NNLM (its vocabulary, ``<unk>`` standing for the
+    spelled strings, whose own total the spelling check reports)."""
+    from nslm.micro.open_sums import BOX, box_strings, open_totals
+
+    split, strings = text.split, list(text.strings)
+    positions = np.sort(np.random.default_rng(seed).choice(len(split), n, replace=False))
+    names = loaded.corpus.class_names
+    feats = scorer.features_at(split, positions)
+    rows, totals, tails = {}, {}, {}
+    for name, mm in plain.items():
+        ctx = mm.cls.context(split, positions, mm.context)
+        om = open_models.get(name)
+        if om is None:
+            rows[name] = mm.log_prob(ctx, feats)
+            continue
+        # the class's readings of the vocabulary leave the marginal; its total comes back
+        rows[name] = np.full((n, len(mm.cls.candidates)), -np.inf)
+        H = feats if om.needs_features else None
+        cache = om.text_cache(split, strings, positions)
+        box = None if isinstance(om.base, EnumeratedBase) else box_strings(om)
+        totals[name] = open_totals(om, ctx, H, cache, box)
+        tails[name] = (
+            "every member of O_c scored"
+            if box is None
+            else f"{len(box):,} spellings scored (integers below {BOX[0]:,}, one decimal below "
+            f"{BOX[1]}, two below {BOX[2]}, V_c, the cache); the rest bounded by the value "
+            "densities' interval masses"
+        )
+    full = scorer.distribution(feats, plain, names, rows)
+    total = np.exp(logsumexp(full.marginal(), axis=1))
+    for name, class_total in totals.items():
+        total += np.exp(full.tag[:, names.index(name)]) * class_total
+    with torch.no_grad():
+        nnlm = loaded.model.heads["nnlm"].log_dist(feats).double().numpy()
+    class_errors = {name: float(np.max(np.abs(t - 1))) for name, t in totals.items()}
+    return {
+        "positions": n,
+        "NSLM-open": float(np.max(np.abs(total - 1))),
+        "NNLM+spelling": float(np.max(np.abs(np.exp(logsumexp(nnlm, axis=1)) - 1))),
+        "class_totals_max_error": class_errors,
+        "tails": tails,
+        # what a reading of WikiText's literal "<unk>" as a string of its own would add on
+        # top (its P(<unk> | h) is also the spelled strings' mass): not yet split
+        "literal_unk_mass_mean": float(np.exp(nnlm[:, loaded.corpus.vocab.unk_id]).mean()),
+    }
+
+
+def fits_of(open_models) -> dict:
+    """Per open class, per fitted parameter: value, converged, iterations, at_bound (why)."""
+    return {name: om.fits for name, om in open_models.items()}
+
+
+def cross_class(loaded, plain, open_models, lam: float) -> list:
+    """Per prompt of CROSS_CLASS_PROMPTS: the ten likeliest numbers of NSLM-open (every
+    number class, P(c | h) · P_open(w | c)), and whether a new one lies within 20% of the
+    reference, the prompt's number of another class."""
+    from nslm.data.numbers import NUMBER_CLASSES, number_value
+
+    texts = [p for p, _ in CROSS_CLASS_PROMPTS]
+    results = open_predict_many(loaded, plain, open_models, texts, k=10, lam=lam)
+    out = []
+    for (prompt, ref), r in zip(CROSS_CLASS_PROMPTS, results, strict=True):
+        numbers = [
+            {"token": e["token"], "p": per["p_class"] * e["p"], "new": e["new"], "class": c}
+            for c, per in r["classes"].items()
+            if c in NUMBER_CLASSES
+            for e in per["top"]
+        ]
+        top = sorted(numbers, key=lambda e: -e["p"])[:10]
+        near = [e for e in top if e["new"] and abs(number_value(e["token"]) - ref) <= 0.2 * ref]
+        out.append(
+            {
+                "prompt": prompt,
+                "reference": ref,
+                "top10": top,
+                "new_within_20pct_in_top10": bool(near),
+                "near": [f"{e['token']} <{e['class']}>" for e in near],
+            }
+        )
+    return out
 
 
 def unseen(evaluation, lams, text) -> dict:
@@ -287,6 +386,17 @@ def main() -> None:
     result["sums_to_one_max_error"] = max(
         result["sums_to_one"]["NSLM-open"], result["sums_to_one"]["NNLM+spelling"]
     )
+    result["sums_to_one_enumerated"] = {
+        name: enumerated_sums(loaded, scorer, plain, open_models, texts[key], args.sum_positions)
+        for name, key in (("wt2_test", "test"), ("ewt", "ewt"))
+    }
+    per_text = result["sums_to_one_enumerated"]
+    per_text["max_error"] = max(
+        t[m] for t in per_text.values() for m in ("NSLM-open", "NNLM+spelling")
+    )
+    per_text["positions"] = min(t["positions"] for k, t in per_text.items() if isinstance(t, dict))
+    per_text["classes"] = per_text["wt2_test"]["tails"]
+    result["fits"] = fits_of(open_models)
     result["spelling_check"] = spelling.normalisation_check()
     result["unseen_wt2"] = unseen(evaluation, lams, texts["test"])
     for name, text in (("test", texts["test"]), ("ewt", texts["ewt"])):
@@ -327,6 +437,7 @@ def main() -> None:
             result["bits_per_byte_classes"]["ewt"] = by_class
     prompts, after = prompts_figures(loaded, plain, open_models, lams["NSLM-open"])
     result["prompts"] = prompts
+    result["cross_class_prompts"] = cross_class(loaded, plain, open_models, lams["NSLM-open"])
     # per prompt: is the likeliest year in (Y, Y + 10]? (the detail: Y and that year)
     result["year_after_new"] = {p: v["after"] for p, v in after.items()}
     result["year_after_new_detail"] = after

@@ -93,6 +93,6 @@ def test_a_normaliser_wrong_by_one_percent_is_caught(models, loaded) -> None:
 
 def test_the_box_lists_the_class_rule_and_the_training_members(models) -> None:
     strings = box_strings(models["decimal"])
-    assert "12.5" in strings and "99.99" in strings and "12" not in strings
-    assert "100.01" not in strings or "100.01" in models["decimal"].cls.candidates.strings
+    assert "12.5" in strings and "19.99" in strings and "12" not in strings
+    assert "20.01" not in strings or "20.01" in models["decimal"].cls.candidates.strings
     assert len([s for s in box_strings(models["other"]) if "." not in s]) > BOX[0] // 2

@@ -6,8 +6,10 @@ in-vocabulary one (:mod:`nslm.evaluation.open_tables`), for the NNLM, the NSLM, 
 and, when the run has context-aware micro-models, NSLM-context and NSLM-context-open. λ of
 each ensemble is tuned on the validation aggregate (proper), as the closed tables tune
 theirs; without a validation text (``eval --text``) λ is the closed table's. The open
-micro-models are the run's own (RUN/open.json), fitted on its training text: nothing of them
-is tuned on validation.
+micro-models are the run's own (RUN/open.json): their weights fitted on the training text by
+deleted estimation, and two choices made on validation, the L2 weight of a class's gate on
+the LM's state (and whether it is kept) and ``known_shape``, how the known members share
+their mass (:mod:`nslm.micro.open_set`).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from nslm.micro.open_enumerated import EnumeratedBase
 from nslm.micro.open_set import OpenMicroModel
 from nslm.micro.open_values import ValueBase, log_interval_mass, log_refs, spelling_paired
 
-BOX = (10_000, 1_000, 100)  # integers, one decimal, two decimals: scored below these values
+BOX = (2_000, 200, 20)  # integers, one decimal, two decimals: scored below these values
 
 
 def box_strings(om: OpenMicroModel) -> list[str]:

@@ -162,7 +162,8 @@ def log_kept_mass(
         return np.zeros(len(refs))
     if rule == "decimals":
         return np.full(len(refs), decimals)
-    kept = logsumexp(spelling_grid(listed, refs, density, precision), axis=1)
+    distinct, which = unique_refs(refs)  # rows with the same references share Z_c
+    kept = logsumexp(spelling_grid(listed, distinct, density, precision), axis=1)[which]
     if rule == "only":
         return kept
     integers = float(np.log(-np.expm1(decimals)))  # "except": the integers but the listed
