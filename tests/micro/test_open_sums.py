@@ -96,3 +96,19 @@ def test_the_box_lists_the_class_rule_and_the_training_members(models) -> None:
     assert "12.5" in strings and "19.99" in strings and "12" not in strings
     assert "20.01" not in strings or "20.01" in models["decimal"].cls.candidates.strings
     assert len([s for s in box_strings(models["other"]) if "." not in s]) > BOX[0] // 2
+
+
+def test_the_previous_quantity_of_any_class_is_read_from_the_text(models, loaded) -> None:
+    from nslm.data.fixed_vocab import prepare_text
+
+    text = prepare_text(
+        loaded.corpus,
+        "In 1990 the town had 12,480 people . In 2010 it had 13,000 .\fIn 2001 it had 40 shops .",
+    )
+    split, strings = text.split, list(text.strings)
+    om = models["round"]
+    at = np.array([strings.index("13,000"), strings.index("40")])
+    ctx = om.cls.context(split, at, om.micro.context)
+    # 12,480 is an <other>, the years are not quantities, and a new document starts afresh
+    assert ctx.quantity_value[0] == 12_480 and np.isnan(ctx.prev_value[0])
+    assert np.isnan(ctx.quantity_value[1])
