@@ -36,6 +36,10 @@ Writes benchmarks/results/house.json:
 - ``benchmarks_layout``: the folders of benchmarks/ with their scripts, the scripts left
   flat, and for each file of benchmarks/results/ the scripts that write it, by
   benchmarks/README.md's table (tests/test_benchmarks_layout.py checks it);
+- ``open_set_scoring_paths``: the functions of src/nslm/micro/ that mix the open
+  micro-model's cache of new members into a probability (a ``logaddexp`` over a log κ
+  term), listed in ``open_set_scoring_path_list``: one, ``open_log_prob``, which every
+  scoring call goes through;
 - ``python_api_examples``: ``{"passed", "failed"}`` of docs/python.md's examples, run by
   tests/test_python_api.py on the suite's tiny runs (needs $NSLM_DATA_DIR);
 - ``duplicate_pairs_src``: the pairs of places in ``src/`` that share six or more lines, the
@@ -49,6 +53,7 @@ existing house.json.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -291,6 +296,27 @@ def layout() -> dict:
     }
 
 
+def open_set_scoring() -> dict:
+    """The functions of src/nslm/micro/ that mix the cache of new members into a
+    probability: those that call ``logaddexp`` on a term of log κ (``log_k``), read from
+    their syntax trees. One is the single scoring path of the open micro-model."""
+    found = []
+    for path in sorted((ROOT / "src/nslm/micro").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            mixes = any(
+                isinstance(call, ast.Call)
+                and ast.unparse(call.func).endswith("logaddexp")
+                and "log_k" in ast.unparse(call)
+                for call in ast.walk(node)
+            )
+            if mixes:
+                found.append(f"{path.relative_to(ROOT)}:{node.name}")
+    return {"open_set_scoring_paths": len(found), "open_set_scoring_path_list": found}
+
+
 def python_api_examples() -> dict:
     """Run tests/test_python_api.py's test of docs/python.md's examples (on the tiny runs of
     the suite): {"passed", "failed"}, as the test counts them."""
@@ -311,6 +337,7 @@ def code() -> dict:
         **packages(),
         **conventions(),
         **layout(),
+        **open_set_scoring(),
         "python_api_examples": python_api_examples(),
     }
     tool = shutil.which("duplicates")

@@ -232,7 +232,7 @@ class OpenMicroModel:
             part = log_v + boost - log_z[:, None]
             if counts is not None:
                 kept = counts if mask is None else np.where(mask, counts, 0.0)
-                part = mix_in_cache(part, kept, log_k, log_rest)
+                part = mix_in_cache(part, kept, log_k, log_rest, self.base.vc_columns)
             out.append(part)
         return np.stack(out, axis=1)
 
@@ -272,7 +272,8 @@ class OpenMicroModel:
         if cache is None:
             return out
         log_k, log_rest = self._kappa(cache, len(ctx))
-        return mix_in_cache(out, self._cache_counts(cache, len(ctx)), log_k, log_rest)
+        counts = self._cache_counts(cache, len(ctx))
+        return mix_in_cache(out, counts, log_k, log_rest, self.base.vc_columns)
 
     def fit_gate(self, train: Split, H_train: Any, valid: Split, H_valid: Any) -> bool:
         """Fit the gate on the class's train positions (``H_*``: the LM's states there, in
@@ -360,16 +361,13 @@ class OpenMicroModel:
             raise NslmError(f"<{self.cls.name}>: a cache of {len(cache)} rows for {n} rows")
         return self.cache_weight.log_kappa(cache)
 
-    def _with_cache(
-        self, log_p: np.ndarray, strings: list[str], cache: TextCache | None
-    ) -> np.ndarray:
-        """log ((1 − κ) · P_open + κ · n_t(w) / n_t) of each row's string (module docstring)."""
-        log_k, log_rest = self._kappa(cache, len(strings))
+    def _cache_share(self, strings: list[str], cache: TextCache | None) -> np.ndarray:
+        """log n_t(w) / n_t of each row's string in its row's cache (−inf: none)."""
         if cache is None:
-            return log_p
+            return np.full(len(strings), -np.inf)
         share = np.array([cache.share(i, s) for i, s in enumerate(strings)])
         with np.errstate(divide="ignore"):
-            return np.logaddexp(log_rest + log_p, log_k + np.log(share))
+            return np.log(share)
 
     def log_prob_known(
         self, ctx: Context, H: Any = None, cache: TextCache | None = None
@@ -378,7 +376,9 @@ class OpenMicroModel:
         ``cache`` the text's new members before each row (which V_c's members never are)."""
         if self.gate is not None:
             return self.log_prob_members(ctx, H, cache)[:, self.base.vc_columns]
-        return self._known_and_z(ctx)[0] + self._kappa(cache, len(ctx))[1][:, None]
+        known = self._known_and_z(ctx)[0]
+        none = np.full(known.shape, -np.inf)  # no new member among V_c, none in the cache
+        return open_log_prob(known, none, none, *self._kappa(cache, len(ctx)))
 
     def log_prob(
         self, strings: list[str], ctx: Context, H: Any = None, cache: TextCache | None = None
@@ -389,23 +389,27 @@ class OpenMicroModel:
             where = np.array([self.base.index.get(s, -1) for s in strings], dtype=np.int64)
             picked = members[np.arange(len(strings)), np.maximum(where, 0)]
             return np.where(where >= 0, picked, -np.inf)
-        return self._with_cache(self._log_prob_open(strings, ctx), strings, cache)
+        known, new = self._log_prob_open(strings, ctx)
+        share = self._cache_share(strings, cache)
+        return open_log_prob(known, new, share, *self._kappa(cache, len(strings)))
 
-    def _log_prob_open(self, strings: list[str], ctx: Context) -> np.ndarray:
-        """The ungated model's log P_open of each row's string, without a cache. The
-        distribution over V_c is computed once per distinct context (many strings at one
-        context: a sum over the open set, micro/open_sums.py)."""
+    def _log_prob_open(self, strings: list[str], ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+        """The ungated model's known and new terms for each row's string, without a cache
+        (each −inf where the string is of the other kind). The distribution over V_c is
+        computed once per distinct context (many strings at one context: a sum over the open
+        set, micro/open_sums.py)."""
         distinct, which = ctx.unique()
         known, log_z = self._known_and_z(distinct)
-        out = np.full(len(strings), -np.inf)
+        known_term = np.full(len(strings), -np.inf)
+        new_term = np.full(len(strings), -np.inf)
         index = np.array([self.known.get(s, -1) for s in strings], dtype=np.int64)
         seen = index >= 0
-        out[seen] = known[which[seen], index[seen]]
+        known_term[seen] = known[which[seen], index[seen]]
         new = np.flatnonzero(~seen)
         if len(new):
             log_v = self.base.log_v_strings([strings[i] for i in new], ctx.rows(new))
-            out[new] = log_v - log_z[which[new]]
-        return out
+            new_term[new] = log_v - log_z[which[new]]
+        return known_term, new_term
 
     def log_new_mass(
         self, ctx: Context, H: Any = None, cache: TextCache | None = None
@@ -512,17 +516,50 @@ class OpenMicroModel:
         return model
 
 
-def mix_in_cache(
-    log_p: np.ndarray, counts: np.ndarray, log_k: np.ndarray, log_rest: np.ndarray
+def open_log_prob(
+    log_known: np.ndarray,
+    log_new: np.ndarray,
+    log_share: np.ndarray,
+    log_k: np.ndarray,
+    log_rest: np.ndarray,
 ) -> np.ndarray:
-    """log ((1 − κ) · P + κ · n(w) / n) over (B, |O_c|) members, ``counts`` n(w) per row
-    (:mod:`nslm.micro.open_cache`); a row whose counts are all zero keeps P."""
+    """The open model's log-probability from its three terms (module docstring): the known
+    members' share (log P_open of the members in V_c, −inf elsewhere), the new members'
+    share (log P_open of those outside V_c, −inf elsewhere) and the cache (log n(w)/n, and
+    log κ, log (1 − κ) per row):
+
+        log ((1 − κ) · (P_known(w) + P_new(w)) + κ · n(w) / n)
+
+    ``log_known``, ``log_new`` and ``log_share`` are (B,) or (B, M); every scoring call of
+    :class:`OpenMicroModel` and the cache's fit go through here."""
+    rows = (-1,) + (1,) * (np.ndim(log_known) - 1)
+    log_p = np.logaddexp(log_known, log_new)
+    return np.logaddexp(log_rest.reshape(rows) + log_p, log_k.reshape(rows) + log_share)
+
+
+def mix_in_cache(
+    log_p: np.ndarray,
+    counts: np.ndarray,
+    log_k: np.ndarray,
+    log_rest: np.ndarray,
+    vc_columns: np.ndarray,
+) -> np.ndarray:
+    """:func:`open_log_prob` over (B, |O_c|) members, ``counts`` n(w) per row
+    (:mod:`nslm.micro.open_cache`), ``vc_columns`` the known members' columns; a row whose
+    counts are all zero keeps P."""
     total = counts.sum(axis=1)
     some = total > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.log(counts) - np.log(np.where(some, total, 1.0))[:, None]
-    mixed = np.logaddexp(log_rest[:, None] + log_p, log_k[:, None] + share)
-    return np.where(some[:, None], mixed, log_p)
+    known = np.zeros(log_p.shape[1], dtype=bool)
+    known[vc_columns] = True
+    return open_log_prob(
+        np.where(known, log_p, -np.inf),
+        np.where(known, -np.inf, log_p),
+        np.where(some[:, None], share, -np.inf),
+        np.where(some, log_k, -np.inf),
+        np.where(some, log_rest, 0.0),
+    )
 
 
 def fit_cache_weight(
@@ -566,8 +603,10 @@ def fit_cache_weight(
         log_share = np.log(share)
 
     def loss(theta: np.ndarray) -> float:
+        # the held-out token's own probability: known or new in the counting half's model
+        none = np.full(len(target), -np.inf)
         log_k, log_rest = CacheWeight(*theta).log_kappa(cache)
-        return -float(np.logaddexp(log_rest + target, log_k + log_share).mean())
+        return -float(open_log_prob(target, none, log_share, log_k, log_rest).mean())
 
     parameters = [Parameter("cache_alpha"), Parameter("cache_beta")]
     theta, best, fits = fit_lbfgs(loss, [-2.0, 0.0], parameters)
