@@ -396,7 +396,10 @@ class TransformerLM(_Generates[str]):
         from nslm.transformer.commands import mixture_parts
 
         parts = mixture_parts(self.run, text)
-        scored = parts.score(self.run.lams if micro else None)
+        if micro:
+            scored = parts.score(self.run.lams, self.run.function_weights)
+        else:
+            scored = parts.score(None)
         text_pass = parts.text_pass
         tokens = tuple(text_pass.plain[a:b] for a, b in text_pass.offsets.tolist())
         return TextScore(
@@ -407,11 +410,13 @@ class TransformerLM(_Generates[str]):
         )
 
     def predict(self, prompt: str, k: int = 10) -> list[Prediction]:
-        """The k likeliest next words of the mixture; ``readings``: each class's share
-        λ_c · P(c | h) · P_MM(w | c, ctx)."""
+        """The k likeliest next words of the mixture (with the run's functions where it has
+        them); ``readings``: each class's share λ_c · P(c | h) · P_MM(w | c, ctx), and the
+        functions' W · P_fun(w)."""
         from nslm.transformer.commands import predict
 
-        words = predict(self.run, prompt, k=k)["Transformer+MM"]
+        got = predict(self.run, prompt, k=k)
+        words = got.get("Transformer+functions", got["Transformer+MM"])
         return [
             Prediction(
                 w["word"], w["p"], tuple({"class": c, "p": p} for c, p in w["classes"].items())

@@ -182,3 +182,126 @@ def test_the_word_end_part_moves_bits_without_changing_the_total(setting) -> Non
     assert (alone.end_part[ends] < 0).all() and (alone.end_part[ends] > -50).all()
     others = np.setdiff1d(np.arange(len(ids)), ends)
     assert (alone.end_part[others] == 0).all()
+
+
+def _token_at(offsets, char_at):
+    """The token that starts the word at ``char_at`` (its space included)."""
+    start = char_at - (TEXT[char_at - 1] == " ")
+    return int(np.flatnonzero(offsets[:, 1] > start)[0])
+
+
+def _function_roots(members, ids, offsets, strings_at):
+    """FunctionRoots at the roots of the text's tokens that start the words ``strings_at``
+    names (the word's first character → its function strings), with random weights."""
+    from nslm.transformer.mixture import FunctionRoot
+
+    rng = np.random.default_rng(3)
+    out = {}
+    for char_at, strings in strings_at.items():
+        r = _token_at(offsets, char_at)
+        local = members.with_strings(strings)
+        share = rng.dirichlet(np.ones(len(strings)))
+        log_fun = np.full(len(local.strings), -np.inf)
+        for s, p in zip(strings, share, strict=True):
+            log_fun[local.strings.index(s)] = np.log(p)
+        out[r] = FunctionRoot(local, float(rng.uniform(0.3, 0.9)), log_fun)
+    return out
+
+
+def test_a_functions_strings_are_members_of_its_root_and_the_trie_knows_them(setting) -> None:
+    members = setting[0]
+    local = members.with_strings(["19145", "1914", "7.25", "19.5"])
+    assert local.strings[: len(members.strings)] == members.strings
+    # 1914 is one already; 19.5 would make "." a child of the member 19, a token the pass
+    # does not measure here (no member is followed by it), so that 19's end is unknown
+    assert local.strings[len(members.strings) :] == ("19145", "7.25")
+    w = local.strings.index("1914")
+    new = local.strings.index("19145")
+    for spelling in (local.spaced, local.bare):
+        n = spelling.lengths[w]
+        assert spelling.tokens[new, :n].tolist() == spelling.tokens[w, :n].tolist()
+        assert spelling.tokens[new, n] in spelling.children[w].tolist()
+    assert members.with_strings([]) is members
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.5])
+def test_with_functions_every_step_is_a_proper_distribution_and_the_walk_agrees(
+    setting, scale
+) -> None:
+    from nslm.transformer.mixture import MEMBER, node_distribution, score, walk
+
+    members, ids, offsets, rows, log_probs, set_log_probs = setting
+    strings_at = {  # "19145" is no member: with it the walk reads it as one word
+        TEXT.index("19145"): ["19145", "19", "19146"],
+        TEXT.index("3.5"): ["3.25", "3.5", "35"],
+        TEXT.index("1914)"): ["1914", "1915", "7"],
+    }
+    functions = _function_roots(members, ids, offsets, strings_at)
+    rng = np.random.default_rng(1)
+    with np.errstate(divide="ignore"):
+        log_gate = np.log(scale * rng.uniform(0.2, 1.0, len(ids)))
+    segments = walk(members, ids, offsets, TEXT, functions)
+    assert "19145" in [
+        s.members.strings[s.member] for s in segments if s.how == MEMBER and s.members
+    ]
+    roots = np.array([s.root for s in segments])
+    table = _random_q(members, roots, log_gate)
+    q_at = {int(r): table[i] for i, r in enumerate(roots)}
+    scored = score(
+        segments,
+        log_probs,
+        set_log_probs,
+        members,
+        log_gate=log_gate,
+        member_log_q=lambda rs: np.stack([q_at[int(r)] for r in rs]),
+        functions=functions,
+    )
+    log_keep = np.log1p(-np.exp(log_gate))
+
+    def root_at(i):
+        start = int(offsets[i][0])
+        before = TEXT[start - 1] if start else None
+        if i in functions:
+            f = functions[i]
+            return f.members, f.members.spelling(before), f.log_q(q_at[i]), f.log_keep(log_keep[i])
+        return members, members.spelling(before), q_at.get(i), log_keep[i]
+
+    checked = 0
+    for seg in segments:
+        here, spelling, q, keep = root_at(seg.root)
+        match = seg.match if seg.match is not None else np.zeros(len(here.strings), int)
+        prefix = 0.0
+        for d in range(seg.depth + 1):
+            i = seg.root + d
+            if i >= len(ids):
+                break
+            if d == 0 and seg.after is not None:
+                prefix += rows[i][ids[i]]
+                continue
+            following = None
+            if seg.how == MEMBER and d == seg.depth:
+                nxt, nxt_spelling, q_next, keep_next = root_at(i)
+                none = np.zeros(len(nxt.strings), int)
+                following = node_distribution(
+                    rows[i],
+                    nxt,
+                    nxt_spelling,
+                    none,
+                    0,
+                    0.0,
+                    keep_next,
+                    q_next,
+                    (seg.spelling, seg.member),
+                )
+            dist = node_distribution(
+                rows[i], here, spelling, match, d, prefix, keep, q, seg.after, following
+            )
+            assert abs(np.exp(dist).sum() - 1.0) < 1e-9
+            assert dist[ids[i]] == pytest.approx(scored.log_probs[i], abs=1e-9)
+            checked += 1
+            prefix += rows[i][ids[i]]
+    assert checked == len(ids)
+    alone = score(walk(members, ids, offsets, TEXT), log_probs, set_log_probs, members)
+    # the functions move probability onto their strings at their roots: "19145" gains
+    r = _token_at(offsets, TEXT.index("19145"))
+    assert scored.log_probs[r] > alone.log_probs[r]

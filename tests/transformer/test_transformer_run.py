@@ -4,6 +4,7 @@ proper over a real text, the tables; and SmolLM2 itself on a known sentence (slo
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 
@@ -219,13 +220,35 @@ def test_fit_open_predict_generate_and_eval_a_tiny_run(tmp_path, wt2_all, capsys
         open_transformer_run(run_dir)
     fitted = fit_transformer_run(run_dir, {"train": 600, "valid": 300}, progress=False)
     assert set(fitted["lambdas"]) == {"year", "city"}
+    # the functions are fitted on WikiText-2 and weighed on the valid prefix, each λ_f on its grid
+    from nslm.transformer.functions import WEIGHT_GRID
+
+    assert (run_dir / "functions.json").is_file()
+    from nslm.functions import function_names
+
+    assert set(fitted["functions"]["weights"]) <= set(function_names())
+    assert all(v in WEIGHT_GRID for v in fitted["functions"]["weights"].values())
     assert fitted["valid"]["log_prob"] >= fitted["valid"]["transformer_log_prob"]
     run = open_transformer_run(run_dir)
     words = predict(run, "The war began in 1914, and ended in", k=3, beam=4)
     assert len(words["Transformer"]) == 3 and len(words["Transformer+MM"]) == 3
     assert all(0 <= w["p"] <= 1 for w in words["Transformer+MM"])
+    assert run.functions is not None and "Transformer+functions" in words
+    run = dataclasses.replace(run, function_weights=dict.fromkeys(run.functions.functions, 0.9))
+    converted = predict(run, "The bridge is 1,200 feet (", k=5, beam=4)
+    assert "convert" in converted["function_detail"] and converted["function_weight"] > 0.3
+    # 1,200 ft = 365.76 m: a string no vocabulary needs to hold is the functions' first word
+    assert converted["Transformer+functions"][0]["word"] in ("370", "366", "365.8", "400")
+    assert converted["Transformer+functions"][0]["classes"]["functions"] > 0.1
+    later = predict(run, "The tower was finished in 2029 and demolished in", k=5, beam=4)
+    first = later["Transformer+functions"][0]["word"]
+    assert first.isdigit() and 2029 <= int(first) <= 2059  # later_year: 2029 + 0 … 30
     figures = eval_text(run, PLAIN)
     assert figures["Transformer"]["classes"]["year"]["words"] == 5
+    # the conversion's 370 is likelier with the functions
+    assert (
+        figures["Transformer+functions"]["bpb_numbers"] < figures["Transformer+MM"]["bpb_numbers"]
+    )
     assert figures["Transformer+MM"]["bits_per_byte"] > 0
     with pytest.raises(NslmError, match="no text"):
         eval_text(run, "  \n")
@@ -282,8 +305,9 @@ def test_fit_open_predict_generate_and_eval_a_tiny_run(tmp_path, wt2_all, capsys
 
     lm = nslm.load(run_dir)
     assert isinstance(lm, TransformerLM)
+    lm.run = run  # the functions at the weights above
     scored = lm.score(PLAIN)
-    assert scored.bits_per_byte == pytest.approx(figures["Transformer+MM"]["bits_per_byte"])
+    assert scored.bits_per_byte == pytest.approx(figures["Transformer+functions"]["bits_per_byte"])
     alone = lm.score(PLAIN, micro=False).bits_per_byte
     assert alone == pytest.approx(figures["Transformer"]["bits_per_byte"])
     assert "".join(scored.tokens) == PLAIN and np.isfinite(scored.log_probs).all()
@@ -301,13 +325,15 @@ def check_generation(run) -> None:
     (float16 states: 1e-4), through words that end where the next root's members begin, and
     along the longest member followed by a letter; a seed fixes a draw; without the
     micro-models it is the Transformer's own distribution."""
-    import dataclasses
-
     from nslm.generation.sampling import Sampler, SamplingConfig
     from nslm.transformer.generate import generate
 
     run = dataclasses.replace(run, lams={"year": 0.9, "city": 0.5})
     assert forced_walk(run, PLAIN, longer_than_window=True) > 0
+    # with the functions: their strings are members of the roots where they fire, in
+    # generation as in scoring
+    weights = dict.fromkeys(run.functions.functions, 0.8)
+    assert forced_walk(dataclasses.replace(run, function_weights=weights), PLAIN, True) > 0
     spaced = run.members.spaced
     longest = run.members.strings[int(np.argmax(spaced.lengths))]
     forced_walk(run, f"It was in {longest}s and more.\n")  # no token after the trie's end
@@ -326,7 +352,8 @@ def forced_walk(run, text: str, longer_than_window: bool = False) -> int:
     parts = mixture_parts(run, text)
     ids = parts.text_pass.ids
     assert (len(ids) > run.bundle.window) == longer_than_window
-    mixed, alone = parts.score(run.lams).log_probs, parts.score(None).log_probs
+    mixed = parts.score(run.lams, run.function_weights).log_probs
+    alone = parts.score(None).log_probs
     assert not np.allclose(mixed, alone)
     word_then_member = 0
     for micro, want in ((True, mixed), (False, alone)):

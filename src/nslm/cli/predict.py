@@ -122,7 +122,14 @@ def _predict_transformer(run, prompt: str, k: int, as_json: bool) -> None:
         return
     weight = got["class_weight"]  # Σ_c λ_c · P(c | h): the micro-models' share here
     lines = [f"prompt: {prompt}", f"micro-models' weight Σ λ_c·P(c | h): {weight:.3f}"]
-    for model in ("Transformer", "Transformer+MM"):
+    if "Transformer+functions" in got:
+        lines.append(
+            f"functions' weight W: {got['function_weight']:.3f}"
+            + (f" ({got['function_detail']})" if got["function_detail"] else "")
+        )
+    for model in ("Transformer", "Transformer+MM", "Transformer+functions"):
+        if model not in got:
+            continue
         lines.append(f"{model}:")
         for entry in got[model]:
             parts = entry.get("classes") or {}

@@ -91,6 +91,9 @@ class Function:
     # how far (a share of the value) a written result may be from the computed one and still
     # agree with it, beyond its last written place (a conversion rounded by hand)
     tolerance: ClassVar[float] = 0.0
+    # whether ``nslm check`` judges a number by it: a function whose results are a spread of
+    # likely values (a year some years on) says what is likely, not what is right
+    checked: ClassVar[bool] = True
 
     def reference(self, tokens: Sequence[str], i: int) -> Reference | None:
         raise NotImplementedError

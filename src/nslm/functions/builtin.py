@@ -10,7 +10,10 @@ Ordered by how many WikiText-2 training positions they apply to (docs/functions.
   year of the document (a lifespan ``( 1820 – 1885 )`` or "born … 1820");
 - ``years_later``: after "N years later / after" (N a number or a number word), the year N
   after the document's last year ("before" / "earlier": N before);
-- ``percent``: after "a of (the) b … (", the share a / b as a percentage.
+- ``percent``: after "a of (the) b … (", the share a / b as a percentage;
+- ``later_year``: after "until", "till", or "in" / "by" after a verb in the past, with a
+  year earlier in the sentence, a year 0 to 30 after it ("began in 2029 and ended in" →
+  2030, 2031, …), however new the year: the open vocabulary's years over any backbone.
 """
 
 from __future__ import annotations
@@ -345,3 +348,48 @@ class Percent(Function):
             detail = f"{tokens[j - 1]} / {tokens[k]} = {share:.2f} %"
             return Reference(self.name, tuple(options), share, (j - 1, k), detail=detail)
         return None
+
+
+@register_function
+class LaterYear(Function):
+    name = "later_year"
+    description = "a year up to 30 after the year the sentence names: 'began in 2029 … ended in'"
+
+    checked = False  # a spread of likely years: nslm check does not judge a year by it
+    WINDOW: ClassVar[int] = 40  # tokens back in which the year it counts from is looked for
+    SPAN: ClassVar[int] = 30  # the years after it that it offers
+
+    def reference(self, tokens: Sequence[str], i: int) -> Reference | None:
+        if i < 2 or not self.triggered(tokens, i):
+            return None
+        previous = _years_before(tokens, i - 1, self.WINDOW)
+        if not previous or "." in tokens[previous[0] + 1 : i - 1]:  # the same sentence
+            return None
+        j = previous[0]
+        year = int(tokens[j])
+        if year + self.SPAN > 2999:
+            return None
+        options = tuple(Option(f"+{d}", str(year + d)) for d in range(self.SPAN + 1))
+        features = {
+            "distance": (i - j) / self.WINDOW,
+            "years_between": math.log1p(len(previous) - 1),
+        }
+        word = tokens[i - 2].lower()
+        detail = f"a year after {year}: {year + 1}, {year + 2}, …"
+        return Reference(
+            self.name,
+            options,
+            year + 1,
+            (j,),
+            conditions=(f"trigger={tokens[i - 1].lower()}", f"verb={word}"),
+            features=features,
+            detail=detail,
+        )
+
+    def triggered(self, tokens: Sequence[str], i: int) -> bool:
+        """ "until" / "till", or "in" / "by" after a verb in the past ("ended in",
+        "demolished in", "died in", "completed by")."""
+        trigger = tokens[i - 1].lower()
+        if trigger in ("until", "till"):
+            return True
+        return trigger in ("in", "by") and tokens[i - 2].lower().endswith("ed")

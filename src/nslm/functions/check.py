@@ -78,7 +78,7 @@ def check_position(
     text = tokens[i] if written is None else written
     if not is_number(text):
         return None
-    firings = model.firings(tokens, i) if firings is None else firings
+    firings = checked_firings(model, tokens, i) if firings is None else firings
     relative = max(model.functions[f.reference.function].tolerance for f in firings)
     agreeing = [
         value
@@ -125,9 +125,14 @@ def fired_numbers(
     for d, tokens in enumerate(documents):
         for i in range(1, len(tokens)):
             if is_number(tokens[i]):
-                firings = model.firings(tokens, i)
+                firings = checked_firings(model, tokens, i)
                 if firings:
                     yield d, tokens, i, firings
+
+
+def checked_firings(model: FunctionModel, tokens: Sequence[str], i: int) -> list[Firing]:
+    """The firings at ``i`` of the functions ``nslm check`` judges by (``Function.checked``)."""
+    return [f for f in model.firings(tokens, i) if model.functions[f.reference.function].checked]
 
 
 def corrupt(gold: str, function: str, rng: np.random.Generator) -> str:

@@ -17,7 +17,9 @@ token of F(w) is never the event of w), which keeps the mixture a proper distrib
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +55,7 @@ class Members:
     bare: Spelling
     continuing: np.ndarray  # (V,) bool: tokens that start with a letter or digit
     extra: np.ndarray  # (E,) token ids: every child of some member, not continuing
+    tokenizer: Any = None  # what spelt them (:meth:`with_strings` spells more)
 
     def token_sets(self) -> list[np.ndarray]:
         """The masks whose per-position log mass the pass keeps: the continuing tokens, then
@@ -64,6 +67,39 @@ class Members:
             mask[token] = True
             sets.append(mask)
         return sets
+
+    def with_strings(self, texts: Sequence[str]) -> Members:
+        """These members and ``texts`` (plain strings, a function's results: ``23.3``) as
+        one member set, for one root. A new string is kept only where every token it adds
+        to the trie as a child, its own included, is continuing or already measured by the
+        scoring pass (:attr:`extra`): the end of a word needs that token's mass there."""
+        index = self.__dict__.setdefault("_index", {s: k for k, s in enumerate(self.strings)})
+        new = [t for t in dict.fromkeys(texts) if t and t not in index]
+        if not new:
+            return self
+        measured = self.continuing.copy()
+        measured[self.extra] = True
+        seqs = {
+            key: [self.tokenizer.encode(p + t, add_special_tokens=False).ids for t in new]
+            for key, p in (("spaced", " "), ("bare", ""))
+        }
+        keep = [
+            k
+            for k in range(len(new))
+            if all(
+                measured[tok]
+                for key in seqs
+                for tok in _children_of(getattr(self, key), seqs[key][k], seqs[key])
+            )
+        ]
+        if not keep:
+            return self
+        spaced = _extend(self.spaced, [seqs["spaced"][k] for k in keep])
+        bare = _extend(self.bare, [seqs["bare"][k] for k in keep])
+        strings = self.strings + tuple(new[k] for k in keep)
+        return Members(
+            strings, self.classes, spaced, bare, self.continuing, self.extra, self.tokenizer
+        )
 
     def spelling(self, previous_token_text: str | None) -> Spelling:
         """The spelling used after a token ending in ``previous_token_text``'s last char."""
@@ -77,6 +113,75 @@ def surface(token: str) -> str:
     if "_" in token and not token.startswith("_") and not token.endswith("_"):
         return token.replace("_", " ")
     return token
+
+
+def _prefixes(spelling: Spelling) -> dict[tuple[int, ...], set[int]]:
+    """Every proper prefix of a member's tokens → the tokens that follow it (cached)."""
+    cache = spelling.__dict__.get("_prefixes")
+    if cache is None:
+        cache = {}
+        for row, n in zip(spelling.tokens.tolist(), spelling.lengths.tolist(), strict=True):
+            for k in range(1, n):
+                cache.setdefault(tuple(row[:k]), set()).add(row[k])
+        spelling.__dict__["_prefixes"] = cache
+    return cache
+
+
+def _sequences(spelling: Spelling) -> dict[tuple[int, ...], list[int]]:
+    """Each member's tokens → the members spelt so (cached)."""
+    cache = spelling.__dict__.get("_sequences")
+    if cache is None:
+        cache = {}
+        for w, (row, n) in enumerate(
+            zip(spelling.tokens.tolist(), spelling.lengths.tolist(), strict=True)
+        ):
+            cache.setdefault(tuple(row[:n]), []).append(w)
+        spelling.__dict__["_sequences"] = cache
+    return cache
+
+
+def _children_of(spelling: Spelling, seq: list[int], others: list[list[int]]) -> set[int]:
+    """The trie's children that adding ``seq`` to ``spelling``'s members (beside the new
+    ``others``) would bring: the tokens that extend ``seq`` towards a longer member, and
+    ``seq``'s own tokens after a prefix that is a member."""
+    out = set(_prefixes(spelling).get(tuple(seq), ()))
+    out.update(t[len(seq)] for t in others if len(t) > len(seq) and t[: len(seq)] == seq)
+    sequences = _sequences(spelling)
+    complete = {tuple(t) for t in others}
+    out.update(
+        seq[k]
+        for k in range(1, len(seq))
+        if tuple(seq[:k]) in sequences or tuple(seq[:k]) in complete
+    )
+    return out
+
+
+def _extend(spelling: Spelling, seqs: list[list[int]]) -> Spelling:
+    """``spelling`` with the members ``seqs`` appended (the trie's children updated)."""
+    width = max(spelling.tokens.shape[1], max(len(s) for s in seqs))
+    tokens = np.full((len(spelling.lengths) + len(seqs), width), -1, dtype=np.int64)
+    tokens[: len(spelling.lengths), : spelling.tokens.shape[1]] = spelling.tokens
+    for i, s in enumerate(seqs):
+        tokens[len(spelling.lengths) + i, : len(s)] = s
+    lengths = np.concatenate([spelling.lengths, [len(s) for s in seqs]]).astype(np.int64)
+    children = list(spelling.children)
+    sequences, prefixes = _sequences(spelling), _prefixes(spelling)
+    new = {tuple(s): i for i, s in enumerate(seqs)}
+    for s in seqs:
+        for k in range(1, len(s)):
+            for w in sequences.get(tuple(s[:k]), ()):  # an old member that s extends
+                children[w] = np.union1d(children[w], [s[k]])
+    for s in seqs:
+        kids = set(prefixes.get(tuple(s), ()))
+        kids.update(t[len(s)] for t in new if len(t) > len(s) and t[: len(s)] == tuple(s))
+        children.append(np.array(sorted(kids), dtype=np.int64))
+    for s in seqs:  # a new member that another new one extends
+        for k in range(1, len(s)):
+            if tuple(s[:k]) in new:
+                j = len(spelling.lengths) + new[tuple(s[:k])]
+                children[j] = np.union1d(children[j], [s[k]]).astype(np.int64)
+    first = np.union1d(spelling.first, [s[0] for s in seqs]).astype(np.int64)
+    return Spelling(tokens, lengths, children, first)
 
 
 def _spelling(tokenizer, texts: list[str]) -> Spelling:
@@ -122,4 +227,6 @@ def build_members(tokenizer, vocab_size: int, class_strings: dict[str, list[str]
     continuing = continuing_mask(tokenizer, vocab_size)
     kids = np.unique(np.concatenate([*spaced.children, *bare.children, np.zeros(0, np.int64)]))
     extra = kids[~continuing[kids]] if len(kids) else kids
-    return Members(tuple(strings), classes, spaced, bare, continuing, extra.astype(np.int64))
+    return Members(
+        tuple(strings), classes, spaced, bare, continuing, extra.astype(np.int64), tokenizer
+    )

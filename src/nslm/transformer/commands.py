@@ -76,7 +76,10 @@ def fit_transformer_run(
     names = tuple(corpus.class_names)
     models = fit_micro_models(run_dir, corpus)
     head = fit_head(run_dir, passes["train"], names)
-    return fit_weights(run_dir, passes["valid"], passes["train"], members, models, head, names)
+    payload = fit_weights(run_dir, passes["valid"], passes["train"], members, models, head, names)
+    from nslm.transformer.functions import fit_run_functions
+
+    return {**payload, "functions": fit_run_functions(run_dir, progress)}
 
 
 def run_micro_models(run_dir: Path, micro_path: Path | None = None):
@@ -90,8 +93,11 @@ def run_micro_models(run_dir: Path, micro_path: Path | None = None):
     return corpus, load_micro_models(path, corpus)
 
 
-def open_transformer_run(run_dir: Path) -> TransformerRun:
-    """A fitted Transformer run (``fit_transformer_run`` first)."""
+def open_transformer_run(run_dir: Path, functions: bool = True) -> TransformerRun:
+    """A fitted Transformer run (``fit_transformer_run`` first), with its functions where
+    it has RUN/functions.json (``functions=False``: without)."""
+    from nslm.transformer.functions import read_functions
+
     run_dir = Path(run_dir)
     cfg = read_config(run_dir)
     for needed in (MICRO_FILE, FIT_FILE, "class_head.safetensors"):
@@ -101,6 +107,7 @@ def open_transformer_run(run_dir: Path) -> TransformerRun:
     bundle = load_backbone(cfg)
     names = tuple(corpus.class_names)
     fitted = json.loads((run_dir / FIT_FILE).read_text(encoding="utf-8"))
+    kept = read_functions(run_dir) if functions else None
     return TransformerRun(
         run_dir=run_dir,
         config=cfg,
@@ -110,6 +117,8 @@ def open_transformer_run(run_dir: Path) -> TransformerRun:
         models=models,
         head=load_head(run_dir, names),
         lams={k: float(v) for k, v in fitted["lambdas"].items()},
+        functions=kept[0] if kept else None,
+        function_weights=kept[1] if kept else {},
     )
 
 
@@ -117,7 +126,7 @@ def predict(run: TransformerRun, prompt: str, k: int = 5, beam: int = 16) -> dic
     """The top ``k`` next words after ``prompt``: the Transformer's and the mixture's, each
     member with its share from each class (λ_c · P(c | h) · P_MM(w | c))."""
     words = next_words(run, prompt, k=k, beam=beam)
-    return {
+    out = {
         "prompt": prompt,
         "class_weight": words["gate"],
         "Transformer": [{"word": w.text, "p": w.transformer} for w in words["transformer"]],
@@ -126,6 +135,22 @@ def predict(run: TransformerRun, prompt: str, k: int = 5, beam: int = 16) -> dic
             for w in words["mixture"]
         ],
     }
+    if "functions" in words:
+        out["function_weight"] = words["function_weight"]
+        out["function_detail"] = words["function_detail"]
+        out["Transformer+functions"] = [
+            {
+                "word": w.text,
+                "p": w.functions,
+                "transformer": w.transformer,
+                "classes": {
+                    **{c: (1 - words["function_weight"]) * p for c, p in w.parts.items()},
+                    **({"functions": w.function_part} if w.function_part > 0 else {}),
+                },
+            }
+            for w in words["functions"]
+        ]
+    return out
 
 
 def mixture_parts(run: TransformerRun, text: str, name: str = "text") -> MixtureParts:
@@ -136,7 +161,9 @@ def mixture_parts(run: TransformerRun, text: str, name: str = "text") -> Mixture
     text_pass = score_text(
         run.bundle, run.corpus, run.members, text, name, cache_dir=run.run_dir / "scores"
     )
-    return MixtureParts(text_pass, run.members, run.models, run.head, run.class_names)
+    return MixtureParts(
+        text_pass, run.members, run.models, run.head, run.class_names, functions=run.functions
+    )
 
 
 def eval_text(run: TransformerRun, text: str, name: str = "text") -> dict[str, Any]:
@@ -144,7 +171,11 @@ def eval_text(run: TransformerRun, text: str, name: str = "text") -> dict[str, A
     text, for the Transformer and the Transformer with micro-models; the pass is kept."""
     parts = mixture_parts(run, text, name)
     text_pass = parts.text_pass
-    return {
+    out = {
         "Transformer": class_figures(text_pass, parts.score(None), run.class_names),
         "Transformer+MM": class_figures(text_pass, parts.score(run.lams), run.class_names),
     }
+    if run.functions is not None:
+        scored = parts.score(run.lams, run.function_weights)
+        out["Transformer+functions"] = class_figures(text_pass, scored, run.class_names)
+    return out

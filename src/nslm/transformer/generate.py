@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nslm.generation.sampling import Sampler
-from nslm.transformer.candidates import Spelling
+from nslm.transformer.candidates import Members, Spelling
 from nslm.transformer.mixture import _ends_word, node_distribution
 from nslm.transformer.predict import micro_at_end
 from nslm.transformer.run import TransformerRun
@@ -37,6 +37,7 @@ class Root:
     log_keep: float
     log_q: np.ndarray
     after: tuple[Spelling, int] | None = None
+    members: Members | None = None  # the root's members: the run's and its functions' strings
 
 
 class MixtureStepper:
@@ -46,6 +47,7 @@ class MixtureStepper:
     def __init__(self, run: TransformerRun, prompt: str = "", *, micro: bool = True) -> None:
         self.run = run
         self.lams = run.lams if micro else {}
+        self.functions = micro and run.functions is not None and any(run.function_weights.values())
         tokenizer = run.bundle.checkpoint.tokenizer
         self.ids = [run.bundle.checkpoint.start_id]
         self.ids += tokenizer.encode(prompt, add_special_tokens=False).ids
@@ -89,14 +91,24 @@ class MixtureStepper:
         return row, h.float().numpy().astype(np.float16).astype(np.float32)
 
     def _root_here(self, h: np.ndarray, after: tuple[Spelling, int] | None) -> Root:
+        """The root at the text's end: the micro-models' Q and, where the run's functions
+        fire there, their strings as members (:mod:`nslm.transformer.functions`)."""
+        from nslm.transformer.functions import prompt_site
+
         run = self.run
-        spelling = run.members.spelling(self.text[-1] if self.text else None)
         head_lp = run.head.log_probs(h[None, :])
         log_mm = micro_at_end(run, self.text, h) if self.lams else {}
         log_q = combine(run.members, run.class_names, head_lp, log_mm, self.lams)[0]
         with np.errstate(divide="ignore"):
             log_gate = float(gate(head_lp, run.class_names, self.lams)[0]) if self.lams else -np.inf
-        return Root(spelling, float(np.log1p(-np.exp(log_gate))), log_q, after)
+        log_keep = float(np.log1p(-np.exp(log_gate)))
+        members = run.members
+        site = prompt_site(run, self.text) if self.functions else None
+        if site is not None:
+            root = site.root(run.function_weights)
+            members, log_q, log_keep = root.members, root.log_q(log_q), root.log_keep(log_keep)
+        spelling = members.spelling(self.text[-1] if self.text else None)
+        return Root(spelling, log_keep, log_q, after, members)
 
     def _matched(self, tokens: list[int]) -> np.ndarray:
         """Per member of the root's spelling: how many leading tokens of ``tokens`` match."""
@@ -120,7 +132,7 @@ class MixtureStepper:
             none = np.zeros_like(match)
             following = node_distribution(
                 row,
-                self.run.members,
+                nxt.members,
                 nxt.spelling,
                 none,
                 0,
@@ -131,7 +143,7 @@ class MixtureStepper:
             )
         dist = node_distribution(
             row,
-            self.run.members,
+            root.members,
             root.spelling,
             match,
             depth,
@@ -150,7 +162,7 @@ class MixtureStepper:
         if self._step is None:
             self.distribution()
         row, ending, nxt, _ = self._step
-        if ending is not None and _ends_word(self.run.members, self.root.spelling, ending, token):
+        if ending is not None and _ends_word(self.root.members, self.root.spelling, ending, token):
             self.root, self.seq, self.prefix = nxt, [], 0.0  # the token starts the next root
         if (self._matched([*self.seq, token]) > len(self.seq)).any():  # still on the trie
             self.seq.append(token)

@@ -36,6 +36,15 @@ After a word ends or the text leaves the trie, the next token is a new root. Wit
 same walk gives the Transformer's own probabilities exactly (with the same split of the
 end-of-word token), so the two columns compare token for token. :func:`node_distribution`
 gives the whole next-token distribution at any step (the sums-to-one check and ``predict``).
+
+Functions (docs/functions.md). At a root where functions fire with weight W and P_fun over
+the strings they compute, the root's members are the run's and those strings
+(:meth:`Members.with_strings`: ``23.3`` is a member there whether or not any V_c holds it),
+and
+
+    Q'(w) = (1 − W) · Q(w) + W · P_fun(w),    1 − G' = (1 − W) · (1 − G)
+
+so the mass is still (1 − G') + G' = 1 and the walk above is unchanged (:class:`FunctionRoot`).
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ class Segment:
     match: np.ndarray | None = None
     member: int = -1
     after: tuple[Spelling, int] | None = None  # the member whose word ended just before
+    members: Members | None = None  # the root's own members (a function root); None: the run's
 
     def on_trie(self, d: int) -> np.ndarray:
         """The members whose τ starts with the text's first ``d`` tokens from the root."""
@@ -72,6 +82,28 @@ class Segment:
         if d not in cache:
             cache[d] = np.flatnonzero(self.match >= d)
         return cache[d]
+
+
+@dataclass
+class FunctionRoot:
+    """A root where functions fire: its members (the run's, then the functions' strings),
+    the functions' weight W and log P_fun over those members (module docstring)."""
+
+    members: Members
+    weight: float
+    log_fun: np.ndarray
+
+    def log_q(self, log_q: np.ndarray) -> np.ndarray:
+        """log Q' over the root's members from log Q over the run's."""
+        out = np.full(len(self.members.strings), -np.inf)
+        out[: len(log_q)] = log_q
+        with np.errstate(divide="ignore"):
+            return np.logaddexp(np.log1p(-self.weight) + out, np.log(self.weight) + self.log_fun)
+
+    def log_keep(self, log_keep: float) -> float:
+        """log(1 − G') from log(1 − G)."""
+        with np.errstate(divide="ignore"):
+            return float(log_keep + np.log1p(-self.weight))
 
 
 def spellings(members: Members, ids: np.ndarray, offsets: np.ndarray, plain: str) -> list:
@@ -91,51 +123,66 @@ def _ends_word(members: Members, spelling: Spelling, member: int, token: int) ->
     return token not in spelling.children[member]
 
 
-def walk(members: Members, ids: np.ndarray, offsets: np.ndarray, plain: str) -> list[Segment]:
-    """The text's segments (module docstring): fixed by its tokens and the members alone."""
+def walk(
+    members: Members,
+    ids: np.ndarray,
+    offsets: np.ndarray,
+    plain: str,
+    functions: dict[int, FunctionRoot] | None = None,
+) -> list[Segment]:
+    """The text's segments (module docstring): fixed by its tokens and the members alone,
+    a function root's own (``functions``: root position → :class:`FunctionRoot`) there."""
     n = len(ids)
-    firsts = {
-        "bare": set(members.bare.first.tolist()),
-        "spaced": set(members.spaced.first.tolist()),
-    }
+    functions = functions or {}
     segments: list[Segment] = []
     r = 0
     after: tuple[Spelling, int] | None = None
-    width = max(members.spaced.tokens.shape[1], members.bare.tokens.shape[1]) + 1
     while r < n:
+        local = functions[r].members if r in functions else None
+        here = local if local is not None else members
         start = int(offsets[r][0])
-        spelling = members.spelling(plain[start - 1] if start > 0 else None)
-        key = "bare" if spelling is members.bare else "spaced"
-        if int(ids[r]) not in firsts[key]:
+        spelling = here.spelling(plain[start - 1] if start > 0 else None)
+        if int(ids[r]) not in _firsts(spelling):
             if after is None:
-                segments.append(Segment(r, 0, PLAIN))
+                segments.append(Segment(r, 0, PLAIN, members=local))
             else:  # the root after a member's word: normalised over what may follow it
-                none = np.zeros(len(members.strings), dtype=np.int64)
-                segments.append(Segment(r, 0, NO_MEMBER, spelling, none, after=after))
+                none = np.zeros(len(here.strings), dtype=np.int64)
+                segments.append(
+                    Segment(r, 0, NO_MEMBER, spelling, none, after=after, members=local)
+                )
             r, after = r + 1, None
             continue
-        match = spelling.matches(ids[r : r + width])
+        match = spelling.matches(ids[r : r + spelling.tokens.shape[1] + 1])
         complete = match == spelling.lengths
         d = 0
         while True:
             i = r + d
             if i >= n:
-                segments.append(Segment(r, d, OPEN, spelling, match, after=after))
+                segments.append(Segment(r, d, OPEN, spelling, match, after=after, members=local))
                 r = n
                 break
             done = np.flatnonzero(complete & (spelling.lengths == d)) if d else ()
-            if len(done) and _ends_word(members, spelling, int(done[0]), int(ids[i])):
+            if len(done) and _ends_word(here, spelling, int(done[0]), int(ids[i])):
                 w = int(done[0])
-                segments.append(Segment(r, d, MEMBER, spelling, match, w, after=after))
+                segments.append(
+                    Segment(r, d, MEMBER, spelling, match, w, after=after, members=local)
+                )
                 r, after = i, (spelling, w)  # the token after the word is a new root
                 break
             if (match >= d + 1).any():
                 d += 1
                 continue
-            segments.append(Segment(r, d, NO_MEMBER, spelling, match, after=after))
+            segments.append(Segment(r, d, NO_MEMBER, spelling, match, after=after, members=local))
             r, after = i + 1, None
             break
     return segments
+
+
+def _firsts(spelling: Spelling) -> set[int]:
+    cache = spelling.__dict__.get("_firsts")
+    if cache is None:
+        cache = spelling.__dict__["_firsts"] = set(spelling.first.tolist())
+    return cache
 
 
 def follows(members: Members, after: tuple[Spelling, int] | None, spelling: Spelling) -> np.ndarray:
@@ -188,37 +235,29 @@ def score(
     members: Members,
     log_gate: np.ndarray | None = None,
     member_log_q: Callable[[np.ndarray], np.ndarray] | None = None,
+    functions: dict[int, FunctionRoot] | None = None,
     chunk: int = 512,
 ) -> Scored:
     """The mixture's per-token log-probabilities along the walk. ``log_gate[r]`` = log G at
     each position (None: G = 0, the Transformer alone); ``member_log_q(roots)`` → (B, W) log
-    Q(w) at those roots."""
+    Q(w) at those roots; ``functions``: the function roots the walk was made with."""
     n = len(log_probs)
+    functions = functions or {}
     out = np.array(log_probs, dtype=np.float64, copy=True)
     end_part = np.zeros(n, dtype=np.float64)
     with np.errstate(divide="ignore"):
         log_keep = np.zeros(n) if log_gate is None else np.log1p(-np.exp(log_gate))
+    for r, root in functions.items():
+        if r < n:
+            log_keep[r] = root.log_keep(log_keep[r])
     plain = [s.root for s in segments if s.how == PLAIN]
     out[plain] += log_keep[plain]
     walked = [s for s in segments if s.how != PLAIN]
-    mixed = member_log_q is not None and log_gate is not None
     for a in range(0, len(walked), chunk):
         group = walked[a : a + chunk]
         roots = np.array([s.root for s in group], dtype=np.int64)
-        deepest = max(s.depth for s in group) + 1
-        # tails[b, d] = log Σ_{w: τ(w) starts with the text's d tokens} Q(w); at d = 0 over
-        # the members that may follow the word before (all of them after no member)
-        tails = np.full((len(group), deepest + 1), -np.inf)
-        member_q = np.full(len(group), -np.inf)
-        if mixed:
-            q = member_log_q(roots)
-            for row, seg in enumerate(group):
-                if seg.after is not None:
-                    tails[row, 0] = _lse(q[row, follows(members, seg.after, seg.spelling)])
-                for d in range(1, seg.depth + 1):
-                    tails[row, d] = _lse(q[row, seg.on_trie(d)])
-                if seg.how == MEMBER:
-                    member_q[row] = q[row, seg.member]
+        q = member_log_q(roots) if member_log_q is not None else None
+        tails, member_q = _tails(group, q if log_gate is not None else None, functions, members)
         for row, seg in enumerate(group):
             _score_segment(
                 seg,
@@ -227,11 +266,41 @@ def score(
                 log_keep[seg.root],
                 log_probs,
                 set_log_probs,
-                members,
+                seg.members if seg.members is not None else members,
                 out,
                 end_part,
             )
     return Scored(out + end_part, end_part)
+
+
+def _tails(
+    group: list[Segment],
+    q: np.ndarray | None,
+    functions: dict[int, FunctionRoot],
+    members: Members,
+) -> tuple[np.ndarray, np.ndarray]:
+    """tails[b, d] = log Σ_{w: τ(w) starts with the text's d tokens} Q(w) for each segment
+    (at d = 0 over the members that may follow the word before; all of them after no
+    member), and log Q of the member whose word each segment ended (−inf elsewhere); Q'
+    at a function root. ``q``: (B, W) log Q at the roots (None: no micro-models)."""
+    deepest = max(s.depth for s in group) + 1
+    tails = np.full((len(group), deepest + 1), -np.inf)
+    member_q = np.full(len(group), -np.inf)
+    for row, seg in enumerate(group):
+        here = seg.members if seg.members is not None else members
+        if seg.root in functions:
+            q_row = functions[seg.root].log_q(q[row] if q is not None else np.zeros(0))
+        elif q is not None:
+            q_row = q[row]
+        else:
+            continue
+        if seg.after is not None:
+            tails[row, 0] = _lse(q_row[follows(here, seg.after, seg.spelling)])
+        for d in range(1, seg.depth + 1):
+            tails[row, d] = _lse(q_row[seg.on_trie(d)])
+        if seg.how == MEMBER:
+            member_q[row] = q_row[seg.member]
+    return tails, member_q
 
 
 def _score_segment(

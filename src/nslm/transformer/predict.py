@@ -37,6 +37,8 @@ class Word:
     mixture: float  # P(word) with the micro-models
     member: bool
     parts: dict[str, float] = field(default_factory=dict)  # class → λ_c P(c|h) P_MM(w|c)
+    functions: float = 0.0  # P(word) with the micro-models and the functions
+    function_part: float = 0.0  # of which W · P_fun(w)
 
 
 def _forward(model: Any, sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -119,17 +121,27 @@ def micro_at_end(run: TransformerRun, text: str, h: np.ndarray) -> dict[str, np.
 
 def next_words(
     run: TransformerRun, prompt: str, *, k: int = 5, beam: int = 16, tokens: int = 10
-) -> dict[str, list[Word]]:
+) -> dict[str, Any]:
     """The top ``k`` next words of the Transformer and of the mixture after ``prompt``
-    (the run's micro-models weighted by its λ_c)."""
+    (the run's micro-models weighted by its λ_c), and, where the run has functions, of the
+    mixture with them (``"functions"``: the functions' strings are members here,
+    :mod:`nslm.transformer.functions`)."""
+    from nslm.transformer.functions import prompt_site
+
     members, head, lams = run.members, run.head, run.lams
     tok = run.bundle.checkpoint.tokenizer
     model = run.bundle.model
     ids = [run.bundle.checkpoint.start_id, *tok.encode(prompt, add_special_tokens=False).ids]
     rows, hidden = _forward(model, [ids])
     row, h = rows[0], hidden[0]
-    spelling = members.spelling(prompt[-1] if prompt else None)
-    log_event = member_events(model, ids, members, spelling, row, beam)
+    site = prompt_site(run, prompt) if run.functions is not None else None
+    local = site.members if site is not None else members
+    before = prompt[-1] if prompt else None
+    log_event = member_events(model, ids, local, local.spelling(before), row, beam)
+    if local is not members:  # a function's string changes the events of the members it extends
+        static_event = member_events(model, ids, members, members.spelling(before), row, beam)
+    else:
+        static_event = log_event
     class_names = run.class_names
     head_lp = head.log_probs(h[None, :].astype(np.float32))[0]
     gate = float(np.exp(log_gate(head_lp[None, :], class_names, lams)[0]))
@@ -137,35 +149,75 @@ def next_words(
         name: np.log(lams[name]) + head_lp[class_names.index(name)] + log_mm
         for name, log_mm in micro_at_end(run, prompt, h).items()
     }
+    root = site.root(run.function_weights) if site is not None else None
+    weight = root.weight if root is not None else 0.0
     words: dict[str, Word] = {}
-    for w, text_w in enumerate(members.strings):
+    for w, text_w in enumerate(local.strings):
         pieces = {}
         for name, table in parts.items():
             hit = np.flatnonzero(members.classes[name] == w)
             if len(hit):
                 pieces[name] = float(np.exp(table[hit[0]]))
-        p_t = float(np.exp(log_event[w]))
-        if p_t > 0 or pieces:
-            words[text_w] = Word(text_w, p_t, (1 - gate) * p_t + sum(pieces.values()), True, pieces)
-    top_tokens = np.argsort(-row)[:tokens]
-    candidates = [int(t) for t in top_tokens if not members.continuing[t] or not prompt]
-    if candidates:
-        after, _ = _forward(model, [[*ids, t] for t in candidates])
-        for t, row_t in zip(candidates, after, strict=True):
-            text_t = tok.decode([t]).strip()
-            if not text_t or text_t in words:
-                continue
-            # the word ends unless the next token extends it, or a member begins with both
-            # (" Los" + " Angeles" is the member Los Angeles, not the word "Los")
-            extends = members.continuing.copy()
-            longer = (spelling.tokens[:, 0] == t) & (spelling.lengths > 1)
-            extends[spelling.tokens[longer, 1]] = True
-            ends = _log1m(_lse(row_t[extends]))
-            p_t = float(np.exp(row[t] + ends))
-            words[text_t] = Word(text_t, p_t, (1 - gate) * p_t, False)
+        p_static = float(np.exp(static_event[w])) if w < len(members.strings) else 0.0
+        p_local = float(np.exp(log_event[w]))
+        fun = float(np.exp(root.log_fun[w])) if root is not None else 0.0
+        if p_static > 0 or p_local > 0 or pieces or fun > 0:
+            mm = sum(pieces.values())
+            words[text_w] = Word(
+                text_w,
+                p_static if w < len(members.strings) else p_local,
+                (1 - gate) * p_static + mm,
+                True,
+                pieces,
+                (1 - weight) * ((1 - gate) * p_local + mm) + weight * fun,
+                weight * fun,
+            )
+    _add_other_words(run, ids, row, local, before, words, gate, weight, tokens, bool(prompt))
     ranked = list(words.values())
-    return {
+    out: dict[str, Any] = {
         "transformer": sorted(ranked, key=lambda x: -x.transformer)[:k],
         "mixture": sorted(ranked, key=lambda x: -x.mixture)[:k],
         "gate": gate,
     }
+    if run.functions is not None:
+        out["functions"] = sorted(ranked, key=lambda x: -x.functions)[:k]
+        out["function_weight"] = weight
+        out["function_detail"] = site_detail(run, prompt) if site is not None else ""
+    return out
+
+
+def _add_other_words(run, ids, row, members, before, words, gate, weight, tokens, any_prompt):
+    """The Transformer's likeliest next tokens that begin no member, each taken as a whole
+    word, with the probability that the word ends after it (the next token neither extends
+    it nor continues a member that begins with it)."""
+    tok = run.bundle.checkpoint.tokenizer
+    spelling = members.spelling(before)
+    top_tokens = np.argsort(-row)[:tokens]
+    candidates = [int(t) for t in top_tokens if not members.continuing[t] or not any_prompt]
+    if not candidates:
+        return
+    after, _ = _forward(run.bundle.model, [[*ids, t] for t in candidates])
+    for t, row_t in zip(candidates, after, strict=True):
+        text_t = tok.decode([t]).strip()
+        if not text_t or text_t in words:
+            continue
+        # " Los" + " Angeles" is the member Los Angeles, not the word "Los"
+        extends = members.continuing.copy()
+        longer = (spelling.tokens[:, 0] == t) & (spelling.lengths > 1)
+        extends[spelling.tokens[longer, 1]] = True
+        ends = _log1m(_lse(row_t[extends]))
+        p_t = float(np.exp(row[t] + ends))
+        keep = (1 - gate) * p_t
+        words[text_t] = Word(text_t, p_t, keep, False, {}, (1 - weight) * keep, 0.0)
+
+
+def site_detail(run: TransformerRun, prompt: str) -> str:
+    """What the functions computed at the prompt's end, in words."""
+    from nslm.data.fixed_vocab import prepare_text
+    from nslm.data.text import EOS_TOKENS
+
+    prepared = prepare_text(run.corpus, prompt + " x", name="prompt", source="<prompt>")
+    strings = prepared.strings
+    at = max(i for i, t in enumerate(strings) if t not in EOS_TOKENS)
+    refs = run.functions.references(list(strings[: at + 1]), at)
+    return "; ".join(f"{r.function}: {r.detail}" for r in refs)

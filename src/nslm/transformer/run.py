@@ -77,6 +77,8 @@ class TransformerRun:
     models: dict[str, Any]
     head: ClassHead
     lams: dict[str, float]
+    functions: Any = None  # a fitted nslm.functions.FunctionModel (RUN/functions.json)
+    function_weights: dict[str, float] = field(default_factory=dict)  # λ_f per function
 
     @property
     def class_names(self) -> tuple[str, ...]:

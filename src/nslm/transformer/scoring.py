@@ -120,7 +120,9 @@ def gate(
 class MixtureParts:
     """What the mixture of one text needs, computed once: the walk, P(c | h) everywhere and
     (``cache=True``) every micro-model at every walked root, so that trying weights λ_c
-    (:func:`fit_lambdas`) costs only the walk's arithmetic."""
+    (:func:`fit_lambdas`) costs only the walk's arithmetic. With ``functions`` (a fitted
+    :class:`nslm.functions.FunctionModel`), also where they fire and the walk over their
+    roots' members (:mod:`nslm.transformer.functions`)."""
 
     def __init__(
         self,
@@ -131,13 +133,29 @@ class MixtureParts:
         class_names: tuple[str, ...],
         *,
         cache: bool = False,
+        functions: Any = None,
     ) -> None:
+        from nslm.transformer.functions import roots, text_sites
+
         self.text_pass, self.members, self.models = text_pass, members, models
         self.class_names = class_names
         self.segments = walk(members, text_pass.ids, text_pass.offsets, text_pass.plain)
+        self.sites = {}
+        self.function_segments = self.segments
+        if functions is not None:
+            text = text_pass.text
+            self.sites = text_sites(
+                functions, members, text.strings, text.split.article_ids, text_pass.ranges
+            )
+            every = {name: 1.0 for name in functions.functions}
+            self.function_segments = walk(
+                members, text_pass.ids, text_pass.offsets, text_pass.plain, roots(self.sites, every)
+            )
         self.head_log_probs = head.log_probs(text_pass.scores.hidden)
         self.contexts = _contexts(text_pass, models)
-        self.roots = np.array([s.root for s in self.segments if s.how != 0], dtype=np.int64)
+        walked = {s.root for s in self.segments if s.how != 0}
+        walked.update(s.root for s in self.function_segments if s.how != 0)
+        self.roots = np.array(sorted(walked), dtype=np.int64)
         self.cached = (
             micro_log_probs_at(text_pass, models, self.roots, self.contexts) if cache else None
         )
@@ -154,18 +172,36 @@ class MixtureParts:
 
         return at
 
-    def score(self, lams: Mapping[str, float] | None) -> Scored:
-        """Per-token log-probabilities with weights ``lams`` (None or all 0: the Transformer)."""
+    def function_roots(self, function_weights: Mapping[str, float] | None) -> dict:
+        from nslm.transformer.functions import roots
+
+        return roots(self.sites, function_weights or {})
+
+    def segments_for(self, function_weights: Mapping[str, float] | None) -> list:
+        on = function_weights and any(v > 0 for v in function_weights.values())
+        return self.function_segments if on and self.sites else self.segments
+
+    def score(
+        self,
+        lams: Mapping[str, float] | None,
+        function_weights: Mapping[str, float] | None = None,
+    ) -> Scored:
+        """Per-token log-probabilities with weights ``lams`` (None or all 0: the Transformer)
+        and the functions at weights λ_f = ``function_weights`` (None: without them)."""
         scores = self.text_pass.scores
-        if not lams or not any(v > 0 for v in lams.values()):
-            return score(self.segments, scores.log_probs, scores.set_log_probs, self.members)
+        functions = self.function_roots(function_weights)
+        segments = self.segments_for(function_weights)
+        if not functions and (not lams or not any(v > 0 for v in lams.values())):
+            return score(segments, scores.log_probs, scores.set_log_probs, self.members)
+        lams = lams or {}
         return score(
-            self.segments,
+            segments,
             scores.log_probs,
             scores.set_log_probs,
             self.members,
             log_gate=gate(self.head_log_probs, self.class_names, lams),
             member_log_q=self.log_q(lams),
+            functions=functions,
         )
 
 
@@ -193,7 +229,11 @@ def fit_lambdas(parts: MixtureParts, rounds: int = 2) -> tuple[dict[str, float],
 
 
 def sums_to_one(
-    parts: MixtureParts, rows: np.ndarray, lams: Mapping[str, float], positions: int = 0
+    parts: MixtureParts,
+    rows: np.ndarray,
+    lams: Mapping[str, float],
+    positions: int = 0,
+    function_weights: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The whole next-token distribution of the mixture at every step of the walk over the
     text's first ``len(rows)`` tokens (``rows``: the Transformer's full log-distributions
@@ -204,23 +244,30 @@ def sums_to_one(
     text_pass, members = parts.text_pass, parts.members
     n = min(len(rows), text_pass.tokens)
     rows = rows[:n] - logsumexp(rows[:n], axis=1, keepdims=True)  # float32 → float64 exact
-    walked = parts.score(lams)
-    log_keep = np.log1p(-np.exp(gate(parts.head_log_probs, parts.class_names, lams)))
+    walked = parts.score(lams, function_weights)
+    functions = parts.function_roots(function_weights)
+    with np.errstate(divide="ignore"):
+        log_keep = np.log1p(-np.exp(gate(parts.head_log_probs, parts.class_names, lams)))
     ids = text_pass.ids
-    none = np.zeros(len(members.strings), dtype=np.int64)
     q_of = parts.log_q(lams)
 
-    def spelling_at(i: int):
+    def root_at(i: int):
+        """(members, spelling, log Q', log(1 − G')) of a root at position ``i``."""
+        q = q_of(np.array([i]))[0]
+        keep = float(log_keep[i])
+        here = members
+        if i in functions:
+            here, q, keep = functions[i].members, functions[i].log_q(q), functions[i].log_keep(keep)
         start = int(text_pass.offsets[i][0])
-        return members.spelling(text_pass.plain[start - 1] if start else None)
+        spelling = here.spelling(text_pass.plain[start - 1] if start else None)
+        return here, spelling, q, keep
 
     worst, gap, count, on_trie = 0.0, 0.0, 0, 0
-    for seg in parts.segments:
+    for seg in parts.segments_for(function_weights):
         if seg.root >= n or (positions and count >= positions):
             break
-        q = q_of(np.array([seg.root]))[0]
-        spelling = spelling_at(seg.root)
-        match = seg.match if seg.match is not None else none
+        here, spelling, q, keep = root_at(seg.root)
+        match = seg.match if seg.match is not None else np.zeros(len(here.strings), np.int64)
         prefix = 0.0
         for d in range(seg.depth + 1):
             i = seg.root + d
@@ -232,21 +279,13 @@ def sums_to_one(
             following = None
             if seg.how == MEMBER and d == seg.depth:
                 after = (seg.spelling, seg.member)
-                q_next = q_of(np.array([i]))[0]
+                nxt, nxt_spelling, q_next, keep_next = root_at(i)
+                none = np.zeros(len(nxt.strings), np.int64)
                 following = node_distribution(
-                    rows[i], members, spelling_at(i), none, 0, 0.0, log_keep[i], q_next, after
+                    rows[i], nxt, nxt_spelling, none, 0, 0.0, keep_next, q_next, after
                 )
             dist = node_distribution(
-                rows[i],
-                members,
-                spelling,
-                match,
-                d,
-                prefix,
-                log_keep[seg.root],
-                q,
-                seg.after,
-                following,
+                rows[i], here, spelling, match, d, prefix, keep, q, seg.after, following
             )
             worst = max(worst, abs(float(np.exp(dist).sum()) - 1.0))
             gap = max(gap, abs(float(dist[ids[i]]) - float(walked.log_probs[i])))
