@@ -1,8 +1,8 @@
 """Functions that compute: where they apply in WikiText-2, how often they are right, and how
 well ``nslm check`` finds numbers that disagree with them.
 
-    python benchmarks/functions/functions.py [--run RUN]
-        [--out benchmarks/results/functions_check.json]
+    python benchmarks/functions/functions.py [--run RUN] [--transformer RUN]
+        [--out benchmarks/results/functions.json]
 
 Fits every registered function on WikiText-2 train and chooses its confidence (and
 ``nslm check``'s τ) on valid (:func:`nslm.functions.fitted.fit_on_corpus`), then writes:
@@ -17,7 +17,12 @@ Fits every registered function on WikiText-2 train and chooses its confidence (a
   valid grid; ``examples``, the first flags of the untouched test text;
 - ``fits``: each confidence's choice on valid, and the writing PDF's outcomes;
 - ``lstm`` (with ``--run RUN``): NNLM, NSLM and NSLM+functions on WikiText-2 test and EWT
-  (benchmarks/functions/functions_lstm.py).
+  (benchmarks/functions/functions_lstm.py);
+- ``transformer`` (with ``--transformer RUN``): Transformer, Transformer+MM and
+  Transformer+functions (benchmarks/functions/functions_transformer.py);
+- the issue's keys, gathered from both: ``computed_wt2_test``, ``wt2_test``, ``ewt_test``
+  (keyed by model), ``generation``, ``prompts``, ``transformer_year_after_new``,
+  ``sums_to_one_max_error``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # shared helpers
 from functions_lstm import lstm_rows
+from functions_transformer import transformer_rows
 from machine import machine_info, today
 from nslm.data.locate import locate_corpus
 from nslm.files.atomic import write_json_atomic
@@ -86,12 +92,28 @@ def check_figures(model: FunctionModel, test: list[list[str]]) -> dict:
     }
 
 
+def gathered(result: dict) -> dict:
+    """The issue's keys, each keyed by model, from the LSTM's and the Transformer's rows."""
+    lstm, transformer = result.get("lstm") or {}, result.get("transformer") or {}
+    out = {}
+    for key in ("computed_wt2_test", "wt2_test", "ewt_test"):
+        out[key] = {**transformer.get(key, {}), **lstm.get(key, {})}
+    for key in ("generation", "prompts", "transformer_year_after_new"):
+        out[key] = transformer.get(key)
+    if transformer.get("sums_to_one"):
+        out["sums_to_one_max_error"] = transformer["sums_to_one"]["max_error"]
+    years = transformer.get("transformer_year_after_new") or {}
+    if years:
+        out["transformer_year_after_new_share"] = sum(v["ok"] for v in years.values()) / len(years)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--out", type=Path, default=ROOT / "benchmarks/results/functions_check.json"
-    )
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/functions.json")
     parser.add_argument("--run", type=Path, help="an NNLM/HNLM run with micro.json: LSTM rows")
+    parser.add_argument("--transformer", type=Path, help="a Transformer run: its rows")
+    parser.add_argument("--generation", type=int, default=120, help="conversions to generate after")
     args = parser.parse_args()
     t0 = time.perf_counter()
     paths = locate_corpus("wikitext-2")
@@ -111,9 +133,13 @@ def main() -> None:
             for name in model.functions
         },
         "lstm": lstm_rows(args.run, model) if args.run else None,
+        "transformer": transformer_rows(args.transformer, args.generation)
+        if args.transformer
+        else None,
         "seconds": round(time.perf_counter() - t0, 1),
         "machine": machine_info(),
     }
+    result.update(gathered(result))
     write_json_atomic(args.out, result)
     check = result["check"]
     print(f"wrote {args.out}: check recall {check['recall']}, false flags {check['false_flags']}")

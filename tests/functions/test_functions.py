@@ -107,6 +107,21 @@ def test_season_age_years_later_and_percent(model: FunctionModel) -> None:
     assert get_function("season")().reference(tokens_of("the 31 –"), 3) is None
 
 
+def test_later_year_counts_on_from_the_sentences_year_however_new() -> None:
+    later_year = get_function("later_year")()
+    text = tokens_of("The tower was finished in 2029 and demolished in")
+    ref = later_year.reference(text, len(text))
+    assert ref is not None and ref.texts() == {str(y) for y in range(2029, 2060)}
+    assert ref.conditions == ("trigger=in", "verb=demolished")
+    until = tokens_of("The festival ran from 1962 until")
+    assert later_year.reference(until, len(until)).value == 1963
+    # not after a verb in the present, nor from a year of another sentence
+    assert later_year.reference(tokens_of("It began in 1990 and is in"), 7) is None
+    other = tokens_of("It began in 1990 . It ended in")
+    assert later_year.reference(other, len(other)) is None
+    assert not later_year.checked  # nslm check does not judge a year by a spread of years
+
+
 def test_functions_read_only_the_tokens_before_the_position(model: FunctionModel) -> None:
     text = tokens_of("The road is 120 miles ( 193 km ) long")
     i = text.index("193")
