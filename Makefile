@@ -32,7 +32,7 @@ setup:
 TORCH_WHEELS ?= /opt/wheels
 lock:
 	UV_CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/uv pip compile pyproject.toml --group dev \
-	  --extra transformer --excludes lock-excludes.txt \
+	  --extra transformer --extra lm-eval --excludes lock-excludes.txt \
 	  --upgrade --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
 	  --find-links $(TORCH_WHEELS) --quiet -o $(LOCK)
 	@grep -q '^torch==[^ ]*+cpu ' $(LOCK) || { echo "error: $(LOCK) pins a torch that is not the CPU build; give TORCH_WHEELS=DIR-OR-INDEX-URL holding torch 2.13.0+cpu" >&2; exit 1; }

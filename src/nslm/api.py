@@ -390,16 +390,17 @@ class TransformerLM(_Generates[str]):
     def path(self) -> Path:
         return self.run.run_dir
 
-    def score(self, text: str, *, micro: bool = True) -> TextScore:
+    def score(self, text: str, *, micro: bool = True, functions: bool = True) -> TextScore:
         """The text's Transformer tokens and the log-probability of each under the mixture
-        (``micro=False``: the Transformer alone); every token is scored."""
+        with the micro-models and the run's functions (``functions=False``: the micro-models
+        alone; ``micro=False``: the Transformer alone); every token is scored."""
         from nslm.transformer.commands import mixture_parts
 
         parts = mixture_parts(self.run, text)
-        if micro:
-            scored = parts.score(self.run.lams, self.run.function_weights)
-        else:
+        if not micro:
             scored = parts.score(None)
+        else:
+            scored = parts.score(self.run.lams, self.run.function_weights if functions else None)
         text_pass = parts.text_pass
         tokens = tuple(text_pass.plain[a:b] for a, b in text_pass.offsets.tolist())
         return TextScore(

@@ -240,9 +240,10 @@ def test_fit_open_predict_generate_and_eval_a_tiny_run(tmp_path, wt2_all, capsys
     # 1,200 ft = 365.76 m: a string no vocabulary needs to hold is the functions' first word
     assert converted["Transformer+functions"][0]["word"] in ("370", "366", "365.8", "400")
     assert converted["Transformer+functions"][0]["classes"]["functions"] > 0.1
-    later = predict(run, "The tower was finished in 2029 and demolished in", k=5, beam=4)
-    first = later["Transformer+functions"][0]["word"]
-    assert first.isdigit() and 2029 <= int(first) <= 2059  # later_year: 2029 + 0 … 30
+    later = predict(run, "The tower was finished in 2029 and demolished in", k=40, beam=4)
+    years = [w["word"] for w in later["Transformer+functions"] if w["word"].isdigit()]
+    assert years and 2029 <= int(years[0]) <= 2059  # later_year: 2029 + 0 … 30, though new
+    assert "later_year" in later["function_detail"]
     figures = eval_text(run, PLAIN)
     assert figures["Transformer"]["classes"]["year"]["words"] == 5
     # the conversion's 370 is likelier with the functions

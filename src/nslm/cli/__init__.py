@@ -12,6 +12,7 @@ from nslm.cli.demo import demo_command
 from nslm.cli.eval import eval_command
 from nslm.cli.experiment import experiment_group
 from nslm.cli.generate import generate_command
+from nslm.cli.lm_eval import lm_eval_command
 from nslm.cli.micro import micro_group
 from nslm.cli.micro_plot import plot as micro_plot_command
 from nslm.cli.ngram import ngram_group
@@ -55,6 +56,7 @@ cli.add_command(probe_group)
 cli.add_command(report_command)
 cli.add_command(serve_command)
 cli.add_command(check_command)
+cli.add_command(lm_eval_command)
 
 
 # An error line quotes user input at times (a token, a plug-in's exception): past this many

@@ -178,12 +178,12 @@ def prompt_site(run, text: str) -> Site | None:
     :class:`Site` (None where none fires or the run has no functions). The text is prepared
     as the corpus was, with a placeholder for the next word, as the micro-models read it
     (:func:`nslm.transformer.predict.micro_at_end`)."""
-    from nslm.data.fixed_vocab import prepare_text
     from nslm.data.text import EOS_TOKENS
+    from nslm.transformer.predict import prepared_slot
 
     if run.functions is None or not any(run.function_weights.values()) or not text.strip():
         return None
-    prepared = prepare_text(run.corpus, text + " x", name="prompt", source="<prompt>")
+    prepared = prepared_slot(run.corpus, text)
     strings = prepared.strings
     at = max(i for i, t in enumerate(strings) if t not in EOS_TOKENS)
     articles = prepared.split.article_ids

@@ -16,6 +16,7 @@ extends it nor continues a member that begins with it). With micro-models,
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +97,22 @@ def member_events(
     return out
 
 
+_PREPARED: collections.OrderedDict = collections.OrderedDict()
+
+
+def prepared_slot(corpus: Any, text: str) -> Any:
+    """``text`` prepared as the corpus was, with a placeholder word for the next slot (the
+    micro-models and the functions read the same preparation; generation asks for it at
+    every root, so the last few are kept)."""
+    key = (id(corpus), text)
+    if key not in _PREPARED:
+        prepared = prepare_text(corpus, text + " x", name="prompt", source="<prompt>")
+        _PREPARED[key] = (corpus, prepared)  # the corpus kept: its id is not reused
+        while len(_PREPARED) > 4:
+            _PREPARED.popitem(last=False)
+    return _PREPARED[key][1]
+
+
 def micro_at_end(run: TransformerRun, text: str, h: np.ndarray) -> dict[str, np.ndarray]:
     """log P_MM(· | c, w_prev^(c)) over each V_c for the word after ``text``, for every class
     whose λ_c > 0; ``h``: the Transformer's state there (a context-aware micro-model reads
@@ -103,7 +120,7 @@ def micro_at_end(run: TransformerRun, text: str, h: np.ndarray) -> dict[str, np.
     (its conversion target: the quantity pending before it, as nslm.generation.prompts
     gives the LSTM's slot)."""
     corpus = run.corpus
-    prepared = prepare_text(corpus, text + " x", name="prompt", source="<prompt>")
+    prepared = prepared_slot(corpus, text)
     split = prepared.split
     at = max(i for i, t in enumerate(prepared.strings) if t not in EOS_TOKENS)
     unit_map = unit_map_from_json(corpus.meta.get("unit_map", {}))
@@ -137,11 +154,9 @@ def next_words(
     site = prompt_site(run, prompt) if run.functions is not None else None
     local = site.members if site is not None else members
     before = prompt[-1] if prompt else None
+    # the events of the root's members: a function's string (23.3) is a word of its own, so
+    # the member it extends (23) ends only where it does not go on towards it
     log_event = member_events(model, ids, local, local.spelling(before), row, beam)
-    if local is not members:  # a function's string changes the events of the members it extends
-        static_event = member_events(model, ids, members, members.spelling(before), row, beam)
-    else:
-        static_event = log_event
     class_names = run.class_names
     head_lp = head.log_probs(h[None, :].astype(np.float32))[0]
     gate = float(np.exp(log_gate(head_lp[None, :], class_names, lams)[0]))
@@ -158,18 +173,17 @@ def next_words(
             hit = np.flatnonzero(members.classes[name] == w)
             if len(hit):
                 pieces[name] = float(np.exp(table[hit[0]]))
-        p_static = float(np.exp(static_event[w])) if w < len(members.strings) else 0.0
-        p_local = float(np.exp(log_event[w]))
+        p_t = float(np.exp(log_event[w]))
         fun = float(np.exp(root.log_fun[w])) if root is not None else 0.0
-        if p_static > 0 or p_local > 0 or pieces or fun > 0:
-            mm = sum(pieces.values())
+        if p_t > 0 or pieces or fun > 0:
+            mixed = (1 - gate) * p_t + sum(pieces.values())  # a function's string: no V_c's
             words[text_w] = Word(
                 text_w,
-                p_static if w < len(members.strings) else p_local,
-                (1 - gate) * p_static + mm,
-                True,
+                p_t,
+                mixed,
+                w < len(members.strings),
                 pieces,
-                (1 - weight) * ((1 - gate) * p_local + mm) + weight * fun,
+                (1 - weight) * mixed + weight * fun,
                 weight * fun,
             )
     _add_other_words(run, ids, row, local, before, words, gate, weight, tokens, bool(prompt))
@@ -213,10 +227,9 @@ def _add_other_words(run, ids, row, members, before, words, gate, weight, tokens
 
 def site_detail(run: TransformerRun, prompt: str) -> str:
     """What the functions computed at the prompt's end, in words."""
-    from nslm.data.fixed_vocab import prepare_text
     from nslm.data.text import EOS_TOKENS
 
-    prepared = prepare_text(run.corpus, prompt + " x", name="prompt", source="<prompt>")
+    prepared = prepared_slot(run.corpus, prompt)
     strings = prepared.strings
     at = max(i for i, t in enumerate(strings) if t not in EOS_TOKENS)
     refs = run.functions.references(list(strings[: at + 1]), at)

@@ -1,0 +1,116 @@
+"""nslm's runs behind lm-eval's model interface: the same proper scores through both doors,
+a continuation's log-probability as the difference of two prefixes, greedy continuations,
+generation cut at a stop sequence, and lm-eval's own evaluator driving it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+pytest.importorskip("lm_eval")
+
+TEXT = "The war began in 1914 , and ended in 1918 .\nIt was the largest war .\n"
+
+
+class Request:
+    """What lm-eval hands a model: ``args``."""
+
+    def __init__(self, *args) -> None:
+        self.args = args
+
+
+def test_the_model_is_registered_under_nslm() -> None:
+    from lm_eval.api.registry import get_model
+
+    from nslm.lm_eval import NslmLM
+
+    assert get_model("nslm") is NslmLM
+
+
+@pytest.mark.parametrize("micro", ["auto", "none"])
+def test_rolling_is_nslms_own_score_and_continuations_are_prefix_differences(
+    tiny_nslm_run, micro
+) -> None:
+    import nslm
+    from nslm.lm_eval import NslmLM
+
+    lm = NslmLM(run=str(tiny_nslm_run), micro=micro)
+    own = nslm.load(tiny_nslm_run, micro=micro).score(TEXT)
+    (rolling,) = lm.loglikelihood_rolling([Request(TEXT)], disable_tqdm=True)
+    assert rolling == pytest.approx(-own.nats, rel=1e-12)
+    context, continuation = "The war began in", " 1914 , and ended"
+    ((ll, greedy),) = lm.loglikelihood([Request(context, continuation)], disable_tqdm=True)
+    whole = nslm.load(tiny_nslm_run, micro=micro).score(context + continuation)
+    # the continuation's tokens in the whole text: after the context's 4 words, before <eos>
+    assert whole.tokens[4:-1] == ("1914", ",", "and", "ended")
+    assert ll == pytest.approx(float(whole.log_probs[4:-1].sum()), rel=1e-9)
+    assert ll < 0 and isinstance(greedy, bool)
+
+
+def test_a_greedy_continuation_is_recognised(tiny_nslm_run) -> None:
+    from nslm.lm_eval import NslmLM
+
+    lm = NslmLM(run=str(tiny_nslm_run), micro="none")
+    context = "The war began in"
+    top = lm.model.predict(context, k=2)
+    ((_, first),) = lm.loglikelihood([Request(context, " " + top[0].token)], True)
+    ((_, second),) = lm.loglikelihood([Request(context, " " + top[1].token)], True)
+    assert first and not second
+
+
+def test_generation_is_greedy_and_stops_at_a_stop_sequence(tiny_nslm_run) -> None:
+    from nslm.lm_eval import NslmLM
+
+    lm = NslmLM(run=str(tiny_nslm_run), micro="none")
+    request = Request("The war began in", {"until": ["."], "max_gen_toks": 12})
+    (once,) = lm.generate_until([request], disable_tqdm=True)
+    (again,) = lm.generate_until([request], disable_tqdm=True)
+    assert once == again and "." not in once
+
+
+def test_a_byte_lm_and_bad_arguments(tiny_byte_run) -> None:
+    import nslm
+    from nslm.errors import NslmError
+    from nslm.lm_eval import NslmLM
+
+    lm = NslmLM(run=str(tiny_byte_run))
+    (rolling,) = lm.loglikelihood_rolling([Request("Hello there.\n")], disable_tqdm=True)
+    assert rolling == pytest.approx(-nslm.load(tiny_byte_run).score("Hello there.\n").nats)
+    with pytest.raises(NslmError, match="micro="):
+        NslmLM(run=str(tiny_byte_run), micro="sideways")
+
+
+def test_lm_evals_evaluator_drives_it_on_a_local_task(tiny_nslm_run, tmp_path) -> None:
+    """simple_evaluate with a task built from a local JSON file (no hub): word perplexity and
+    bits per byte as lm-eval defines them, from nslm's proper scores."""
+    import json
+
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from nslm.lm_eval import NslmLM
+
+    data = tmp_path / "docs.jsonl"
+    pages = [TEXT, "In 1990 , the town had 1,200 people .\n"]
+    data.write_text("".join(json.dumps({"page": p}) + "\n" for p in pages), encoding="utf-8")
+    (tmp_path / "task.yaml").write_text(
+        "task: tiny_pages\n"
+        "dataset_path: json\n"
+        f"dataset_kwargs:\n  data_files:\n    test: {data}\n"
+        "test_split: test\n"
+        "output_type: loglikelihood_rolling\n"
+        'doc_to_text: ""\n'
+        'doc_to_target: "{{page}}"\n'
+        "metric_list:\n  - metric: word_perplexity\n  - metric: bits_per_byte\n"
+        "metadata:\n  version: 1.0\n",
+        encoding="utf-8",
+    )
+    lm = NslmLM(run=str(tiny_nslm_run), micro="none")
+    out = lm_eval.simple_evaluate(
+        model=lm, tasks=["tiny_pages"], task_manager=TaskManager(include_path=str(tmp_path))
+    )
+    got = out["results"]["tiny_pages"]
+    nats = sum(lm.score(p).nats for p in pages)
+    size = sum(len(p.encode("utf-8")) for p in pages)
+    assert got["bits_per_byte,none"] == pytest.approx(nats / math.log(2) / size, rel=1e-9)
