@@ -45,6 +45,7 @@ STAGES = {
     "experiments": 9,
     "pages": 9,
     "api": 9,
+    "lm_eval": 9,  # every run kind as an lm-eval model, through the API
     "cli": 10,
     "__main__": 10,
     "__init__": 10,  # the front door: nslm.load opens the API (api.py) on first use
@@ -99,6 +100,9 @@ SYSTEM_STAGES = {
     "transformer.predict": 8,
     "transformer.generate": 8,
     "transformer.commands": 8,
+    "transformer.prompts": 1,
+    "transformer.sites": 5,
+    "transformer.functions": 7,
     "functions": 4,
     "functions.base": 1,
     "functions.writing": 1,
@@ -115,7 +119,7 @@ STAGES.update(SYSTEM_STAGES)
 # the other systems' packages, and the front ends that bring every system to a user; every
 # other module is the NSLM core
 SYSTEMS = ("numerals", "byte_lm", "word_pos", "ngram", "mixtures", "transformer", "functions")
-FRONT_ENDS = ("cli", "pages", "api", "__init__", "__main__")
+FRONT_ENDS = ("cli", "pages", "api", "lm_eval", "__init__", "__main__")
 
 
 def stage_of(module: str) -> int:

@@ -5,7 +5,7 @@ on years after unseen years; for benchmarks/functions/functions.py (``--transfor
 
 The run's functions (RUN/functions.json: fitted on WikiText-2 train as written, λ_f per
 function on the valid prefix) are fitted first where the run has none
-(:func:`nslm.transformer.functions.fit_run_functions`). The Transformer's passes over the
+(:func:`nslm.transformer.commands.fit_run_functions`). The Transformer's passes over the
 texts are those of benchmarks/transformer/transformer_nslm.py (kept in RUN/scores).
 """
 
@@ -20,7 +20,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "transformer"))
 
 from nslm.data.numbers import is_number, is_year_shaped, number_value
-from nslm.transformer.functions import FUNCTIONS_FILE, documents_of_split, fit_run_functions
+from nslm.transformer.commands import fit_run_functions
+from nslm.transformer.functions import FUNCTIONS_FILE
+from nslm.transformer.sites import documents_of_split
 
 MODELS = ("Transformer", "Transformer+MM", "Transformer+functions")
 PROMPTS = (

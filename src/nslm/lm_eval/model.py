@@ -41,7 +41,7 @@ class NslmLM(LM):
     """An nslm run behind lm-eval's model interface (module docstring)."""
 
     def __init__(self, run: str, micro: str = "auto", **_: Any) -> None:
-        import nslm
+        from nslm.api import load
 
         super().__init__()
         path = Path(run)
@@ -50,11 +50,11 @@ class NslmLM(LM):
             micro = "functions" if micro == "auto" else micro
             if micro not in TRANSFORMER_MICRO:
                 raise NslmError(f"micro={micro!r}: a Transformer run takes {TRANSFORMER_MICRO}")
-            self.model = nslm.load(path)
+            self.model = load(path)
         else:
             if micro not in WORD_MICRO:
                 raise NslmError(f"micro={micro!r}: one of {WORD_MICRO}")
-            self.model = nslm.load(path, micro=micro)
+            self.model = load(path, micro=micro)
         if not hasattr(self.model, "score"):
             raise NslmError(f"{run}: a {self.kind} run scores no text; lm-eval needs one that does")
         self.micro = micro

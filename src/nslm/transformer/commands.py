@@ -77,8 +77,6 @@ def fit_transformer_run(
     models = fit_micro_models(run_dir, corpus)
     head = fit_head(run_dir, passes["train"], names)
     payload = fit_weights(run_dir, passes["valid"], passes["train"], members, models, head, names)
-    from nslm.transformer.functions import fit_run_functions
-
     return {**payload, "functions": fit_run_functions(run_dir, progress)}
 
 
@@ -179,3 +177,40 @@ def eval_text(run: TransformerRun, text: str, name: str = "text") -> dict[str, A
         scored = parts.score(run.lams, run.function_weights)
         out["Transformer+functions"] = class_figures(text_pass, scored, run.class_names)
     return out
+
+
+def fit_run_functions(run_dir: Path, progress: bool = True) -> dict:
+    """Fit a Transformer run's functions on its corpus and λ_f on the valid prefix it was
+    fitted on (its pass read back from RUN/scores); writes RUN/functions.json."""
+    from nslm.transformer.functions import (
+        WEIGHT_GRID,
+        fit_function_weights,
+        fit_functions,
+        write_functions,
+    )
+
+    run = open_transformer_run(Path(run_dir), functions=False)
+    cfg = run.config
+    model = fit_functions(cfg["corpus"], str(run.corpus.meta.get("classes_option", "all")))
+    valid = score_text(
+        run.bundle,
+        run.corpus,
+        run.members,
+        corpus_plain(cfg["corpus"], "valid"),
+        "valid",
+        cache_dir=run.run_dir / "scores",
+        max_tokens=cfg["fit_valid_tokens"],
+        progress=progress,
+    )
+    parts = MixtureParts(
+        valid, run.members, run.models, run.head, run.class_names, cache=True, functions=model
+    )
+    weights, total = fit_function_weights(parts, run.lams)
+    write_functions(run.run_dir, model, weights)
+    return {
+        "weights": weights,
+        "weight_grid": list(WEIGHT_GRID),
+        "at_grid_edge": sorted(n for n, v in weights.items() if v == WEIGHT_GRID[-1]),
+        "valid_log_prob": total,
+        "valid_sites": len(parts.sites),
+    }

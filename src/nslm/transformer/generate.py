@@ -93,7 +93,7 @@ class MixtureStepper:
     def _root_here(self, h: np.ndarray, after: tuple[Spelling, int] | None) -> Root:
         """The root at the text's end: the micro-models' Q and, where the run's functions
         fire there, their strings as members (:mod:`nslm.transformer.functions`)."""
-        from nslm.transformer.functions import prompt_site
+        from nslm.transformer.sites import prompt_site
 
         run = self.run
         head_lp = run.head.log_probs(h[None, :])
@@ -129,7 +129,7 @@ class MixtureStepper:
         following, nxt = None, None
         if ending is not None:
             nxt = self._root_here(h, (root.spelling, ending))
-            none = np.zeros_like(match)
+            none = np.zeros(len(nxt.log_q), np.int64)
             following = node_distribution(
                 row,
                 nxt.members,

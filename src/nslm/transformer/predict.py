@@ -16,17 +16,16 @@ extends it nor continues a member that begins with it). With micro-models,
 
 from __future__ import annotations
 
-import collections
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from nslm.data.conversions import pending_conversion, unit_map_from_json
-from nslm.data.fixed_vocab import prepare_text
 from nslm.data.text import EOS_TOKENS
 from nslm.transformer.candidates import Members
 from nslm.transformer.mixture import _log1m, _lse
+from nslm.transformer.prompts import prepared_slot
 from nslm.transformer.run import TransformerRun
 from nslm.transformer.scoring import gate as log_gate
 
@@ -97,22 +96,6 @@ def member_events(
     return out
 
 
-_PREPARED: collections.OrderedDict = collections.OrderedDict()
-
-
-def prepared_slot(corpus: Any, text: str) -> Any:
-    """``text`` prepared as the corpus was, with a placeholder word for the next slot (the
-    micro-models and the functions read the same preparation; generation asks for it at
-    every root, so the last few are kept)."""
-    key = (id(corpus), text)
-    if key not in _PREPARED:
-        prepared = prepare_text(corpus, text + " x", name="prompt", source="<prompt>")
-        _PREPARED[key] = (corpus, prepared)  # the corpus kept: its id is not reused
-        while len(_PREPARED) > 4:
-            _PREPARED.popitem(last=False)
-    return _PREPARED[key][1]
-
-
 def micro_at_end(run: TransformerRun, text: str, h: np.ndarray) -> dict[str, np.ndarray]:
     """log P_MM(· | c, w_prev^(c)) over each V_c for the word after ``text``, for every class
     whose λ_c > 0; ``h``: the Transformer's state there (a context-aware micro-model reads
@@ -143,7 +126,7 @@ def next_words(
     (the run's micro-models weighted by its λ_c), and, where the run has functions, of the
     mixture with them (``"functions"``: the functions' strings are members here,
     :mod:`nslm.transformer.functions`)."""
-    from nslm.transformer.functions import prompt_site
+    from nslm.transformer.sites import prompt_site
 
     members, head, lams = run.members, run.head, run.lams
     tok = run.bundle.checkpoint.tokenizer

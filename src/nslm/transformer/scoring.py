@@ -135,7 +135,7 @@ class MixtureParts:
         cache: bool = False,
         functions: Any = None,
     ) -> None:
-        from nslm.transformer.functions import roots, text_sites
+        from nslm.transformer.sites import roots, text_sites
 
         self.text_pass, self.members, self.models = text_pass, members, models
         self.class_names = class_names
@@ -173,7 +173,7 @@ class MixtureParts:
         return at
 
     def function_roots(self, function_weights: Mapping[str, float] | None) -> dict:
-        from nslm.transformer.functions import roots
+        from nslm.transformer.sites import roots
 
         return roots(self.sites, function_weights or {})
 
