@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/functions.json")
     parser.add_argument("--run", type=Path, help="an NNLM/HNLM run with micro.json: LSTM rows")
     parser.add_argument("--transformer", type=Path, help="a Transformer run: its rows")
-    parser.add_argument("--generation", type=int, default=120, help="conversions to generate after")
+    parser.add_argument("--generation", type=int, default=100, help="conversions to generate after")
     args = parser.parse_args()
     t0 = time.perf_counter()
     paths = locate_corpus("wikitext-2")

@@ -112,7 +112,8 @@ def computed(parts, scored: dict, positions: list[tuple[int, str]]) -> dict:
     from nslm.transformer.tables import word_bits
 
     at = np.array([p for p, _ in positions], dtype=np.int64)
-    out = {}
+    names = np.array([n for _, n in positions])
+    out: dict = {}
     for model, s in scored.items():
         bits, size = word_bits(parts.text_pass, s)
         b, n = bits[at], size[at]
@@ -121,6 +122,15 @@ def computed(parts, scored: dict, positions: list[tuple[int, str]]) -> dict:
             "positions": int(ok.sum()),
             "bits_per_byte": float(b[ok].sum() / n[ok].sum()),
             "p_gold_median": float(np.median(2.0 ** -b[ok])),
+            "by_function": {
+                name: {
+                    "positions": int((ok & (names == name)).sum()),
+                    "bits_per_byte": float(
+                        b[ok & (names == name)].sum() / max(1, n[ok & (names == name)].sum())
+                    ),
+                }
+                for name in sorted(set(names.tolist()))
+            },
         }
     return out
 
@@ -171,7 +181,14 @@ def generation(run, text_pass, positions, functions, limit: int, progress: bool)
     chosen += [("other", int(p)) for p in picked_others]
     starts = documents_of_split(text.strings, text.split.article_ids)
     doc_start = {p: s for s, e in starts for p in range(s, e)}
-    models = {"Transformer": False, "Transformer+functions": True}
+    import dataclasses
+
+    without = dataclasses.replace(run, function_weights={})
+    models = {
+        "Transformer": (run, False),
+        "Transformer+MM": (without, True),
+        "Transformer+functions": (run, True),
+    }
     right = {m: [] for m in models}
     exact = {m: [] for m in models}
     examples = []
@@ -185,8 +202,8 @@ def generation(run, text_pass, positions, functions, limit: int, progress: bool)
         refs = functions.references(list(text.strings[s:p]), p - s)
         exacts = [v for r in refs if r.function == "convert" for v in (r.exact or (r.value,))]
         got = {}
-        for model, micro in models.items():
-            word = greedy_word(run, prompt, micro)
+        for model, (which, micro) in models.items():
+            word = greedy_word(which, prompt, micro)
             got[model] = word
             exact[model].append(word == gold)
             if kind == "convert":
@@ -285,7 +302,7 @@ def text_passes(run, progress: bool = True) -> dict:
     return out
 
 
-def transformer_rows(run_dir: Path, generation_limit: int = 120, progress: bool = True) -> dict:
+def transformer_rows(run_dir: Path, generation_limit: int = 100, progress: bool = True) -> dict:
     """Everything the issue asks of the Transformer, as functions.json's keys."""
     from nslm.transformer.scoring import MixtureParts
 
@@ -314,6 +331,9 @@ def transformer_rows(run_dir: Path, generation_limit: int = 120, progress: bool 
     test = passes["test"]
     out["sums_to_one"] = sums_check(run, test, positions)
     out["generation"] = generation(run, test, positions, run.functions, generation_limit, progress)
+    for model, share in out["generation"]["top1_exact"].items():
+        out["computed_wt2_test"][model]["top1_exact"] = share
+        out["computed_wt2_test"][model]["top1_positions"] = out["generation"]["top1_positions"]
     out["prompts"] = prompts(run)
     out["transformer_year_after_new"] = year_after_new(run)
     out["seconds"] = round(time.perf_counter() - t0, 1)

@@ -196,7 +196,9 @@ def test_smollm2_scores_a_known_sentence() -> None:
 
 
 @pytest.mark.slow
-def test_fit_open_predict_generate_and_eval_a_tiny_run(tmp_path, wt2_all, capsys) -> None:
+def test_fit_open_predict_generate_and_eval_a_tiny_run(
+    tmp_path, wt2_all, capsys, monkeypatch
+) -> None:
     from nslm.micro.pipeline import fit_micro
     from nslm.micro.store import write_micro_json
     from nslm.transformer.commands import (
@@ -234,17 +236,19 @@ def test_fit_open_predict_generate_and_eval_a_tiny_run(tmp_path, wt2_all, capsys
     assert len(words["Transformer"]) == 3 and len(words["Transformer+MM"]) == 3
     assert all(0 <= w["p"] <= 1 for w in words["Transformer+MM"])
     assert run.functions is not None and "Transformer+functions" in words
-    run = dataclasses.replace(run, function_weights=dict.fromkeys(run.functions.functions, 0.9))
-    converted = predict(run, "The bridge is 1,200 feet (", k=5, beam=4)
+    weighted = dataclasses.replace(
+        run, function_weights=dict.fromkeys(run.functions.functions, 0.9)
+    )
+    converted = predict(weighted, "The bridge is 1,200 feet (", k=5, beam=4)
     assert "convert" in converted["function_detail"] and converted["function_weight"] > 0.3
     # 1,200 ft = 365.76 m: a string no vocabulary needs to hold is the functions' first word
     assert converted["Transformer+functions"][0]["word"] in ("370", "366", "365.8", "400")
     assert converted["Transformer+functions"][0]["classes"]["functions"] > 0.1
-    later = predict(run, "The tower was finished in 2029 and demolished in", k=40, beam=4)
+    later = predict(weighted, "The tower was finished in 2029 and demolished in", k=40, beam=4)
     years = [w["word"] for w in later["Transformer+functions"] if w["word"].isdigit()]
     assert years and 2029 <= int(years[0]) <= 2059  # later_year: 2029 + 0 … 30, though new
     assert "later_year" in later["function_detail"]
-    figures = eval_text(run, PLAIN)
+    figures = eval_text(weighted, PLAIN)
     assert figures["Transformer"]["classes"]["year"]["words"] == 5
     # the conversion's 370 is likelier with the functions
     assert (
@@ -306,7 +310,7 @@ def test_fit_open_predict_generate_and_eval_a_tiny_run(tmp_path, wt2_all, capsys
 
     lm = nslm.load(run_dir)
     assert isinstance(lm, TransformerLM)
-    lm.run = run  # the functions at the weights above
+    lm.run = weighted  # the functions at the weights above
     scored = lm.score(PLAIN)
     assert scored.bits_per_byte == pytest.approx(figures["Transformer+functions"]["bits_per_byte"])
     alone = lm.score(PLAIN, micro=False).bits_per_byte
@@ -317,6 +321,12 @@ def test_fit_open_predict_generate_and_eval_a_tiny_run(tmp_path, wt2_all, capsys
     from nslm.generation.predict_text import printable  # the command escapes control bytes
 
     assert printable(lm.generate("In 1990", 6, seed=3)) + "\n" == printed  # the same draw
+    # the run opens alone, as an LSTM run does: no raw corpus, no prepared-corpus cache
+    monkeypatch.delenv("NSLM_DATA_DIR", raising=False)
+    monkeypatch.setenv("NSLM_CACHE_DIR", str(tmp_path / "no-cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "no-home"))
+    alone = open_transformer_run(run_dir)
+    assert predict(alone, "The war began in 1914, and ended in", k=3, beam=4)["Transformer"]
 
 
 def check_generation(run) -> None:

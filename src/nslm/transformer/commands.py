@@ -52,6 +52,7 @@ def fit_transformer_run(
         write_config(run_dir, **config)
     cfg = read_config(run_dir)
     corpus = prepare_corpus(cfg["corpus"], cfg["classes"])
+    keep_corpus(run_dir, corpus)
     bundle = load_backbone(cfg)
     members = members_for(bundle, corpus)
     # Transformer tokens of each WikiText-2 prefix the fit scores (train: the head; valid: λ_c)
@@ -80,14 +81,37 @@ def fit_transformer_run(
     return {**payload, "functions": fit_run_functions(run_dir, progress)}
 
 
+def keep_corpus(run_dir: Path, corpus) -> None:
+    """RUN/vocab.json and RUN/assets.* (:mod:`nslm.runs.assets`): the model side of the
+    corpus (the vocabulary, each V_c, the unit map), so that the run opens without the raw
+    corpus, as an LSTM run does."""
+    from nslm.config.train_config import TrainConfig
+    from nslm.files.atomic import write_json_atomic
+    from nslm.runs.assets import write_run_assets
+
+    cfg = read_config(Path(run_dir))
+    write_json_atomic(Path(run_dir) / "vocab.json", {"itos": corpus.vocab.itos})
+    write_run_assets(run_dir, TrainConfig(corpus=cfg["corpus"], classes=cfg["classes"]), corpus)
+
+
+def run_corpus_of(run_dir: Path):
+    """The run's corpus side: its own assets where it keeps them (:func:`keep_corpus`), else
+    the prepared corpus (a run fitted before it kept them; this needs the raw corpus)."""
+    from nslm.runs.assets import ASSETS_JSON, read_run_assets
+
+    if (Path(run_dir) / ASSETS_JSON).is_file():
+        return read_run_assets(run_dir)
+    cfg = read_config(Path(run_dir))
+    return prepare_corpus(cfg["corpus"], cfg["classes"], download=False)
+
+
 def run_micro_models(run_dir: Path, micro_path: Path | None = None):
     """The run's corpus and its micro-models (RUN/micro.json, or ``micro_path``), without
     the backbone: ``nslm micro plot`` reads a Transformer run through this."""
-    cfg = read_config(Path(run_dir))
     path = Path(micro_path) if micro_path is not None else Path(run_dir) / MICRO_FILE
     if not path.is_file():
         raise NslmError(f"{run_dir} has no {path.name}: fit the Transformer run first")
-    corpus = prepare_corpus(cfg["corpus"], cfg["classes"], download=False)
+    corpus = run_corpus_of(run_dir)
     return corpus, load_micro_models(path, corpus)
 
 
