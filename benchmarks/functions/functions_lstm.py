@@ -76,13 +76,57 @@ def lstm_rows(run: Path, functions: FunctionModel) -> dict:
     at = function_positions(functions, test.split, itos)
     columns = evaluation.columns("test", lams, "proper")
     size = np.array([len(test.strings[p].encode("utf-8")) for p in at])
+    top1 = top1_exact(opened, functions, test, at, lams)
     out["computed_wt2_test"] = {
         column: {
             "positions": len(at),
             "bits_per_byte": -float(columns[column][at].sum()) / np.log(2) / int(size.sum()),
             "p_gold_median": float(np.median(np.exp(columns[column][at]))),
             "num_ppl_there": perplexity(columns[column][at]),
+            "top1_exact": top1[column],
+            "top1_reading": "the likeliest next token (predict) after the article up to the "
+            "position, read afresh from the article's start",
         }
         for column in COLUMNS
     }
     return out
+
+
+def top1_exact(opened, functions, text, at: np.ndarray, lams: dict, chunk: int = 16) -> dict:
+    """At each position ``at`` of ``text``: whether each column's likeliest next token is the
+    text's (``nslm predict``'s lists: the NNLM's; the NSLM's ensemble at its λ; with the
+    ``functions`` mixed in at NSLM+functions' λ). The prompt is the article up to there."""
+    from nslm.functions.micro import mix_into_distribution
+    from nslm.generation.predict import predict_many
+
+    loaded, micro = opened.loaded, opened.micro
+    split, strings = text.split, text.strings
+    starts = np.flatnonzero(np.r_[True, np.diff(split.article_ids) != 0])
+    prompts, gold = [], []
+    for p in at.tolist():
+        start = int(starts[np.searchsorted(starts, p, side="right") - 1])
+        prompts.append(" ".join(strings[start:p]))
+        gold.append(strings[p])
+    corpus = loaded.corpus
+
+    def adjust(full, tokens) -> None:
+        mix_into_distribution(full, functions, tokens, corpus.vocab.itos, corpus.class_names)
+
+    hits = {column: [] for column in COLUMNS}
+    for a in range(0, len(prompts), chunk):
+        batch = prompts[a : a + chunk]
+        plain = predict_many(loaded, micro, batch, k=1, lam=lams["NSLM"], input_format="tokenized")
+        mixed = predict_many(
+            loaded,
+            micro,
+            batch,
+            k=1,
+            lam=lams[FUNCTIONS_COLUMN],
+            input_format="tokenized",
+            adjust=adjust,
+        )
+        for g, p_row, m_row in zip(gold[a : a + chunk], plain, mixed, strict=True):
+            hits["NNLM"].append(p_row["nnlm"][0]["token"] == g)
+            hits["NSLM"].append(p_row["nslm"][0]["token"] == g)
+            hits[FUNCTIONS_COLUMN].append(m_row["nslm"][0]["token"] == g)
+    return {column: float(np.mean(v)) if v else None for column, v in hits.items()}
