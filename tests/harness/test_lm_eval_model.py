@@ -114,3 +114,38 @@ def test_lm_evals_evaluator_drives_it_on_a_local_task(tiny_nslm_run, tmp_path) -
     nats = sum(lm.score(p).nats for p in pages)
     size = sum(len(p.encode("utf-8")) for p in pages)
     assert got["bits_per_byte,none"] == pytest.approx(nats / math.log(2) / size, rel=1e-9)
+
+
+def test_the_offline_tasks_are_built_from_the_data_and_run(tiny_nslm_run, tmp_path) -> None:
+    """nslm data lm-eval-tasks: WikiText-2 and EWT test document by document, the number
+    cloze and the conversion task, each a YAML lm-eval reads with --include_path; a slice
+    of the cloze runs through lm-eval's evaluator."""
+    import json
+
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from nslm.cli import main
+    from nslm.lm_eval import NslmLM
+
+    assert main(["data", "lm-eval-tasks", str(tmp_path)]) == 0
+    for name in ("nslm_wikitext2", "nslm_ewt", "nslm_number_cloze", "nslm_conversion"):
+        assert (tmp_path / f"{name}.yaml").is_file()
+    ewt = (tmp_path / "nslm_ewt.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(ewt) == 316  # EWT test's documents
+    lines = (tmp_path / "nslm_number_cloze.jsonl").read_text(encoding="utf-8").splitlines()
+    items = [json.loads(line) for line in lines]
+    assert len(items) >= 1000
+    for item in items[:200]:
+        assert len(item["choices"]) == 4 and 0 <= item["label"] < 4
+        digits = [sum(ch.isdigit() for ch in c) for c in item["choices"]]
+        assert len(set(digits)) == 1 and len(set(item["choices"])) == 4  # same magnitude
+    lm = NslmLM(run=str(tiny_nslm_run), micro="none")
+    out = lm_eval.simple_evaluate(
+        model=lm,
+        tasks=["nslm_number_cloze"],
+        task_manager=TaskManager(include_path=str(tmp_path)),
+        limit=12,
+    )
+    acc = out["results"]["nslm_number_cloze"]["acc,none"]
+    assert 0.0 <= acc <= 1.0

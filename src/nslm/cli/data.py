@@ -93,6 +93,19 @@ def stats(
         _print_tables(result, [s for s in ("train", "valid", "test") if s in result])
 
 
+@data_group.command("lm-eval-tasks")
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+def lm_eval_tasks(out: Path) -> None:
+    """Write nslm's offline lm-eval tasks into OUT (data and YAML, from $NSLM_DATA_DIR):
+    then ``nslm lm-eval run --include_path OUT --tasks nslm_number_cloze …``."""
+    from nslm.lm_eval.tasks import build_tasks
+
+    counts = build_tasks(out)
+    for name, n in counts.items():
+        click.echo(f"{name}: {n:,} items")
+    click.echo(f"wrote {out} (use --include_path {out})")
+
+
 def _print_tables(result: dict, splits: list[str]) -> None:
     console = Console()
     table = Table(title=f"{result['corpus']}: class tokens (in-vocabulary types, OOV tokens)")
