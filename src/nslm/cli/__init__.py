@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from nslm.cli.card import card_command
 from nslm.cli.check import check_command
 from nslm.cli.data import data_group
 from nslm.cli.demo import demo_command
@@ -57,6 +58,7 @@ cli.add_command(report_command)
 cli.add_command(serve_command)
 cli.add_command(check_command)
 cli.add_command(lm_eval_command)
+cli.add_command(card_command)
 
 
 # An error line quotes user input at times (a token, a plug-in's exception): past this many
