@@ -144,6 +144,7 @@ def fit(
         if corpus or classes or prepared_dir:
             raise NslmError("RUN brings its own corpus: drop --corpus, --classes, --prepared-dir")
         _fit_run(run, fast, wanted, _grid(metrics, pdfs), plugins, class_file, out)
+        _keep_card(run)
         return
     if out is None:
         raise NslmError(
@@ -158,6 +159,13 @@ def fit(
     _fit_corpus(
         corpus or DEFAULT_CORPUS, classes or "all", prepared_dir, wanted, grid, class_file, out
     )
+
+
+def _keep_card(run: Path) -> None:
+    """RUN/README.md rewritten with what the run now has (docs/lm-eval.md, "Model cards")."""
+    from nslm.pages.card import write_card
+
+    write_card(run)
 
 
 def _grid(metrics: tuple[str, ...], pdfs: tuple[str, ...]) -> dict[str, list[str] | None]:

@@ -174,6 +174,9 @@ def train_command(
         from nslm.files.json_policy import json_text
 
         click.echo(json_text({"run_dir": str(target), **results}))
+        from nslm.pages.card import write_card
+
+        write_card(target)  # RUN/README.md: the model card (docs/lm-eval.md)
         if results.get("pos_model"):  # a word+POS run: its comparison table too
             from nslm.word_pos.evaluation import render_word_pos, results_by_split
 
@@ -243,6 +246,9 @@ def _fit_transformer(config: Path, overrides: tuple[str, ...], run_dir: Path | N
     keys.pop("kind")
     fitted = fit_transformer_run(run_dir, **keys)
     click.echo(json_text({"run_dir": str(run_dir), **fitted}))
+    from nslm.pages.card import write_card
+
+    write_card(run_dir)  # RUN/README.md: the model card (docs/lm-eval.md)
 
 
 def _refuse_experiment_config(config: Path) -> None:
