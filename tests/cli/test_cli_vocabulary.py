@@ -50,6 +50,7 @@ VOCABULARY: dict[str, Word] = {
     "a labelled data set a probe fits and is tested on": Word("--dataset", "choice"),
     "a text file scored in place of a split": Word("--text", "path"),
     "the text nslm check reads: a file, or - for standard input": Word("TEXT", "-"),
+    "lm-evaluation-harness's own arguments, handed to it as they are": Word("ARGS", "-"),
     "the odds of a function's reading above which nslm check flags a number": Word(
         "--threshold", "float"
     ),
@@ -342,6 +343,8 @@ def misspelt(command: str) -> str | None:
         target = target.commands[words.pop(0)]
     if isinstance(target, click.Group):
         return None
+    if target.context_settings.get("ignore_unknown_options"):
+        return None  # its words are another program's (nslm lm-eval hands them to lm-eval)
     options = {o: p for p in target.params if isinstance(p, click.Option) for o in p.opts}
     options.update(
         {o: p for p in target.params if isinstance(p, click.Option) for o in p.secondary_opts}

@@ -128,7 +128,7 @@ def test_the_offline_tasks_are_built_from_the_data_and_run(tiny_nslm_run, tmp_pa
     from nslm.cli import main
     from nslm.lm_eval import NslmLM
 
-    assert main(["data", "lm-eval-tasks", str(tmp_path)]) == 0
+    assert main(["data", "lm-eval-tasks", "--out-dir", str(tmp_path)]) == 0
     for name in ("nslm_wikitext2", "nslm_ewt", "nslm_number_cloze", "nslm_conversion"):
         assert (tmp_path / f"{name}.yaml").is_file()
     ewt = (tmp_path / "nslm_ewt.jsonl").read_text(encoding="utf-8").splitlines()

@@ -10,10 +10,10 @@ import click
 @click.command("card")
 @click.argument("run", type=click.Path(path_type=Path))
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), help="where (default RUN/README.md)"
+    "-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="[RUN/README.md]"
 )
-def card_command(run: Path, output: Path | None) -> None:
+def card_command(run: Path, out: Path | None) -> None:
     """Write RUN's model card: what it is, how it was made, its figures, how to load it."""
     from nslm.pages.card import write_card
 
-    click.echo(f"wrote {write_card(run, output)}")
+    click.echo(f"wrote {write_card(run, out)}")

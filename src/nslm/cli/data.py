@@ -94,10 +94,10 @@ def stats(
 
 
 @data_group.command("lm-eval-tasks")
-@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out-dir", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
 def lm_eval_tasks(out: Path) -> None:
-    """Write nslm's offline lm-eval tasks into OUT (data and YAML, from $NSLM_DATA_DIR):
-    then ``nslm lm-eval run --include_path OUT --tasks nslm_number_cloze …``."""
+    """Write nslm's offline lm-eval tasks into --out-dir (data and YAML, from $NSLM_DATA_DIR):
+    then ``nslm lm-eval run --include_path DIR --tasks nslm_number_cloze …``."""
     from nslm.lm_eval.tasks import build_tasks
 
     counts = build_tasks(out)

@@ -1,7 +1,7 @@
 """lm-eval tasks that run offline, built from ``$NSLM_DATA_DIR`` (docs/lm-eval.md, "Tasks").
 
 lm-eval's own ``wikitext`` task downloads its data from a hub; these read local JSON lines
-(``dataset_path: json``), written by :func:`build_tasks` (``nslm data lm-eval-tasks DIR``)
+(``dataset_path: json``), written by :func:`build_tasks` (``nslm data lm-eval-tasks --out-dir DIR``)
 beside a YAML file per task, so ``--include_path DIR`` finds them:
 
 - ``nslm_wikitext2``: WikiText-2 test, one document an article, plain text as nslm reads it
