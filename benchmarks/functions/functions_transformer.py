@@ -60,8 +60,8 @@ YEAR_PROMPTS = (
     ("The dam was started in {y} and completed in", 2038),
     ("The league was formed in {y} and disbanded in", 2057),
     ("The station was built in {y} and closed in", 2094),
-    ("The king was crowned in {y} and died in", 2119),
-    ("The observatory opened in {y} and was closed in", 2150),
+    ("The king was crowned in {y} and died in", 2067),
+    ("The observatory opened in {y} and was closed in", 2088),
 )
 
 
