@@ -94,7 +94,13 @@ def stats(
 
 
 @data_group.command("lm-eval-tasks")
-@click.option("--out-dir", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--out-dir",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The folder the tasks' data and YAML files go into.",
+)
 def lm_eval_tasks(out: Path) -> None:
     """Write nslm's offline lm-eval tasks into --out-dir (data and YAML, from $NSLM_DATA_DIR):
     then ``nslm lm-eval run --include_path DIR --tasks nslm_number_cloze …``."""
