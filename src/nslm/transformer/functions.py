@@ -6,9 +6,12 @@ confidence π (π' = λ_f · π), fitted on valid after the classes' λ_c
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 from nslm.data.locate import locate_corpus
+from nslm.data.prepare import prepared_cache_root
 from nslm.files.atomic import write_json_atomic
 from nslm.files.json_policy import read_json
 from nslm.functions.documents import corpus_file_documents
@@ -20,12 +23,25 @@ WEIGHT_GRID = (0.0, 0.2, 0.35, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98)  # λ_f: W = 1 wo
 
 def fit_functions(corpus: str, classes: str) -> FunctionModel:
     """Every registered function fitted on ``corpus``'s train as written (the Transformer
-    reads every word; no ``<unk>``), chosen on its valid."""
+    reads every word; no ``<unk>``), chosen on its valid; kept in the prepared-corpus cache
+    (keyed by the corpus's files, their sizes and times, the classes and the functions), as
+    ``nslm check``'s are, so a second run on the same corpus reads it."""
     paths = locate_corpus(corpus)
+    names = sorted(FunctionModel().functions)
+    files = [
+        (str(paths[s]), paths[s].stat().st_size, paths[s].stat().st_mtime_ns)
+        for s in ("train", "valid")
+    ]
+    key = hashlib.sha256(json.dumps([files, classes, names]).encode()).hexdigest()[:16]
+    cached = prepared_cache_root() / f"functions-{key}.json"
+    if cached.is_file():
+        return FunctionModel.from_json(read_json(cached), str(cached))
     train = corpus_file_documents(paths["train"], classes)
     valid = corpus_file_documents(paths["valid"], classes)
     model = FunctionModel().fit(train, valid)
     model.fitted_on = {"corpus": corpus, "classes": classes}
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(cached, model.to_json())
     return model
 
 
