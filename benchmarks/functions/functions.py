@@ -98,12 +98,14 @@ def gathered(result: dict) -> dict:
     out = {}
     for key in ("computed_wt2_test", "wt2_test", "ewt_test"):
         out[key] = {**transformer.get(key, {}), **lstm.get(key, {})}
-    for key in ("generation", "prompts", "transformer_year_after_new"):
+    for key in ("generation", "prompts"):
         out[key] = transformer.get(key)
     if transformer.get("sums_to_one"):
         out["sums_to_one_max_error"] = transformer["sums_to_one"]["max_error"]
     years = transformer.get("transformer_year_after_new") or {}
-    if years:
+    if years:  # per prompt: whether the first year is in (Y, Y + 10]; the years beside
+        out["transformer_year_after_new"] = {p: v["ok"] for p, v in years.items()}
+        out["transformer_year_after_new_detail"] = years
         out["transformer_year_after_new_share"] = sum(v["ok"] for v in years.values()) / len(years)
     return out
 
