@@ -122,6 +122,9 @@ class Convert(Function):
         quantity, figures, first = _quantity(tokens, *found)
         options, exact, named = [], [], []
         targets = [u for u in target_units(source, self.unit_map, TARGET_UNITS + 1) if u != source]
+        if before in ("or", ";"):  # "( 0.93 km / h ; 0.58 mph )": the next unit, not km / h again
+            written_units = _units_written_since_parenthesis(tokens, i)
+            targets = [u for u in targets if u not in written_units]
         for rank, unit in enumerate(targets[:TARGET_UNITS]):
             value = convert_value(quantity, source, unit)
             if (value < 0) != negative:  # "( −" is followed by a negative result only
@@ -148,6 +151,19 @@ class Convert(Function):
         return Reference(
             self.name, tuple(options), exact[0], read, conditions, detail=detail, exact=tuple(exact)
         )  # every unit's exact result agrees: "550 metres ( 600 yd )", though yards are rare
+
+
+def _units_written_since_parenthesis(tokens: Sequence[str], i: int) -> set[Unit]:
+    """The units of the numbers written between the last "(" before ``i`` and ``i``."""
+    start = i - 1
+    while start > 0 and tokens[start] != "(" and i - start <= 12:
+        start -= 1
+    found = set()
+    for end in range(start + 2, i):
+        unit = unit_ending_at(tokens, end)
+        if unit is not None and is_number(tokens[end - unit[1] - 1]):
+            found.add(unit[0])
+    return found
 
 
 def _quantity(tokens: Sequence[str], q: int, unit: Unit) -> tuple[float, int, int]:
