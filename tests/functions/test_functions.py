@@ -213,3 +213,7 @@ def test_on_wikitext_2_conversions_are_mostly_computed_right(data_dir: Path) -> 
     (firing,) = model.firings(tokens, len(tokens))
     assert max(firing.probs, key=firing.probs.get) == "23.3" and firing.probs["23.3"] > 0.5
     assert firing.confidence > 0.8  # right after "(" a conversion is what WikiText writes
+    # after ";" the next unit: the one already written inside the parentheses is not offered
+    tokens = tokens_of("The speed rose by 0.5 knots ( 0.93 km / h ;")
+    (firing,) = model.firings(tokens, len(tokens))
+    assert "0.93" not in firing.probs and max(firing.probs, key=firing.probs.get) == "0.58"
