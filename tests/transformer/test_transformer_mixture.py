@@ -49,6 +49,30 @@ def setting(tmp_path_factory):
     return members, ids, offsets, rows, log_probs, set_log_probs
 
 
+def _score_at_random(setting, segments, scale, functions=None):
+    """The walk scored with a random gate G ≤ ``scale`` and random Q at every root: the
+    scores, each root's log Q and log(1 − G) at every position."""
+    from nslm.transformer.mixture import score
+
+    members, ids, _, _, log_probs, set_log_probs = setting
+    rng = np.random.default_rng(1)
+    with np.errstate(divide="ignore"):
+        log_gate = np.log(scale * rng.uniform(0.2, 1.0, len(ids)))
+    roots = np.array([s.root for s in segments])
+    table = _random_q(members, roots, log_gate)
+    q_at = {int(r): table[i] for i, r in enumerate(roots)}
+    scored = score(
+        segments,
+        log_probs,
+        set_log_probs,
+        members,
+        log_gate=log_gate,
+        member_log_q=lambda rs: np.stack([q_at[int(r)] for r in rs]),
+        functions=functions,
+    )
+    return scored, q_at, np.log1p(-np.exp(log_gate))
+
+
 def _random_q(members, roots, log_gate, seed=0):
     rng = np.random.default_rng(seed)
     share = rng.dirichlet(np.ones(len(members.strings)) * 0.5, size=len(roots))
@@ -97,25 +121,11 @@ def test_the_walk_finds_each_member_word(setting) -> None:
 
 @pytest.mark.parametrize("scale", [0.0, 0.3, 0.9])
 def test_every_step_is_a_proper_distribution_and_the_walk_agrees(setting, scale) -> None:
-    from nslm.transformer.mixture import node_distribution, score, walk
+    from nslm.transformer.mixture import node_distribution, walk
 
-    members, ids, offsets, rows, log_probs, set_log_probs = setting
-    rng = np.random.default_rng(1)
-    with np.errstate(divide="ignore"):
-        log_gate = np.log(scale * rng.uniform(0.2, 1.0, len(ids)))
+    members, ids, offsets, rows, log_probs, _ = setting
     segments = walk(members, ids, offsets, TEXT)
-    roots = np.array([s.root for s in segments])
-    table = _random_q(members, roots, log_gate)
-    q_at = {int(r): table[i] for i, r in enumerate(roots)}
-    scored = score(
-        segments,
-        log_probs,
-        set_log_probs,
-        members,
-        log_gate=log_gate,
-        member_log_q=lambda rs: np.stack([q_at[int(r)] for r in rs]),
-    )
-    log_keep = np.log1p(-np.exp(log_gate))
+    scored, q_at, log_keep = _score_at_random(setting, segments, scale)
     none = np.zeros(len(members.strings), int)
 
     def spelling_at(i):
@@ -237,26 +247,11 @@ def test_with_functions_every_step_is_a_proper_distribution_and_the_walk_agrees(
         TEXT.index("1914)"): ["1914", "1915", "7"],
     }
     functions = _function_roots(members, ids, offsets, strings_at)
-    rng = np.random.default_rng(1)
-    with np.errstate(divide="ignore"):
-        log_gate = np.log(scale * rng.uniform(0.2, 1.0, len(ids)))
     segments = walk(members, ids, offsets, TEXT, functions)
     assert "19145" in [
         s.members.strings[s.member] for s in segments if s.how == MEMBER and s.members
     ]
-    roots = np.array([s.root for s in segments])
-    table = _random_q(members, roots, log_gate)
-    q_at = {int(r): table[i] for i, r in enumerate(roots)}
-    scored = score(
-        segments,
-        log_probs,
-        set_log_probs,
-        members,
-        log_gate=log_gate,
-        member_log_q=lambda rs: np.stack([q_at[int(r)] for r in rs]),
-        functions=functions,
-    )
-    log_keep = np.log1p(-np.exp(log_gate))
+    scored, q_at, log_keep = _score_at_random(setting, segments, scale, functions)
 
     def root_at(i):
         start = int(offsets[i][0])

@@ -65,19 +65,12 @@ def fit_function_weights(parts, lams, rounds: int = 2) -> tuple[dict[str, float]
     """λ_f per function by coordinate search over :data:`WEIGHT_GRID` on the text's total
     log-probability (valid), the classes' weights ``lams`` fixed: (λ_f, total nats).
     ``parts``: a :class:`nslm.transformer.scoring.MixtureParts` made with functions."""
+    from nslm.transformer.scoring import coordinate_search
+
     names = sorted({name for s in parts.sites.values() for name, _, _ in s.firings})
-    weights = {name: 0.0 for name in names}
-    best = float(parts.score(lams, weights).log_probs.sum())
-    for _ in range(rounds):
-        moved = False
-        for name in names:
-            for value in WEIGHT_GRID:
-                if value == weights[name]:
-                    continue
-                trial = {**weights, name: value}
-                total = float(parts.score(lams, trial).log_probs.sum())
-                if total > best + 1e-9:
-                    best, weights, moved = total, trial, True
-        if not moved:
-            break
-    return weights, best
+    return coordinate_search(
+        names,
+        WEIGHT_GRID,
+        lambda weights: float(parts.score(lams, weights).log_probs.sum()),
+        rounds,
+    )

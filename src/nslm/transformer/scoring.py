@@ -9,7 +9,7 @@ article), into the per-token log-probabilities of :func:`nslm.transformer.mixtur
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -208,24 +208,37 @@ class MixtureParts:
 LAMBDA_GRID = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.9)
 
 
+def coordinate_search(
+    names: list[str], grid: tuple[float, ...], total: Callable[[dict], float], rounds: int = 2
+) -> tuple[dict[str, float], float]:
+    """Weights per name, each from ``grid``, by coordinate search from all 0 on ``total``
+    (the text's log-probability with those weights); returns them and their total."""
+    weights = {name: 0.0 for name in names}
+    best = total(weights)
+    for _ in range(rounds):
+        moved = False
+        for name in names:
+            for value in grid:
+                if value == weights[name]:
+                    continue
+                trial = {**weights, name: value}
+                t = total(trial)
+                if t > best + 1e-9:
+                    best, weights, moved = t, trial, True
+        if not moved:
+            break
+    return weights, best
+
+
 def fit_lambdas(parts: MixtureParts, rounds: int = 2) -> tuple[dict[str, float], float]:
     """λ_c per class by coordinate search over :data:`LAMBDA_GRID` on the text's total
     log-probability (valid); returns the weights and that total (nats)."""
-    lams = {name: 0.0 for name in parts.models}
-    best = float(parts.score(lams).log_probs.sum())
-    for _ in range(rounds):
-        moved = False
-        for name in parts.models:
-            for value in LAMBDA_GRID:
-                if value == lams[name]:
-                    continue
-                trial = {**lams, name: value}
-                total = float(parts.score(trial).log_probs.sum())
-                if total > best + 1e-9:
-                    best, lams, moved = total, trial, True
-        if not moved:
-            break
-    return lams, best
+    return coordinate_search(
+        list(parts.models),
+        LAMBDA_GRID,
+        lambda lams: float(parts.score(lams).log_probs.sum()),
+        rounds,
+    )
 
 
 def sums_to_one(

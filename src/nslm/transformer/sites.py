@@ -54,11 +54,6 @@ class Site:
             log_fun[index[text]] = np.log(p / total)
         return FunctionRoot(self.members, weight if total > 0 else 0.0, log_fun)
 
-    @property
-    def weight(self) -> float:
-        """Σ π̃ at λ_f = 1 for every function."""
-        return self.mixture({name: 1.0 for name, _, _ in self.firings})[0]
-
 
 def site(members: Members, firings) -> Site | None:
     """The root where ``firings`` (:class:`nslm.functions.model.Firing`) fire; None where
