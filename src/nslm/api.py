@@ -28,6 +28,10 @@ from nslm.perplexity import perplexity
 from nslm.runs.kinds import RunRef, locate_run
 from nslm.runs.open import OpenRun, open_run
 
+# a Transformer run's mixtures: with the functions ("auto", "functions"), the micro-models
+# alone ("plain"), the Transformer alone ("none")
+TRANSFORMER_MICRO = ("auto", "functions", "plain", "none")
+
 
 @dataclass(frozen=True)
 class Prediction:
@@ -381,22 +385,45 @@ class TransformerLM(_Generates[str]):
     Transformer, mixed with it as one proper distribution (Transformer+MM). Its passes are
     kept in RUN/scores, so a text scored twice is read once."""
 
-    def __init__(self, ref: RunRef) -> None:
+    def __init__(self, ref: RunRef, micro: str = "auto") -> None:
         from nslm.transformer.commands import open_transformer_run
 
+        if micro not in TRANSFORMER_MICRO:
+            raise NslmError(f"micro={micro!r}: a Transformer run takes one of {TRANSFORMER_MICRO}")
         self.run = open_transformer_run(ref.path)
+        # what scores, predicts and generates: the Transformer alone ("none"), with the
+        # micro-models ("plain"), and with the run's functions too ("functions", "auto")
+        self.micro = micro != "none"
+        self.functions = micro in ("auto", "functions") and self.run.functions is not None
 
     @property
     def path(self) -> Path:
         return self.run.run_dir
 
-    def score(self, text: str, *, micro: bool = True, functions: bool = True) -> TextScore:
+    def score(
+        self,
+        text: str,
+        *,
+        micro: bool | None = None,
+        functions: bool | None = None,
+        keep: bool = True,
+    ) -> TextScore:
         """The text's Transformer tokens and the log-probability of each under the mixture
         with the micro-models and the run's functions (``functions=False``: the micro-models
-        alone; ``micro=False``: the Transformer alone); every token is scored."""
+        alone; ``micro=False``: the Transformer alone; None: as the run was loaded); every
+        token is scored. ``keep``: the Transformer's pass is kept in RUN/scores."""
         from nslm.transformer.commands import mixture_parts
 
-        parts = mixture_parts(self.run, text)
+        parts = mixture_parts(self.run, text, keep=keep)
+        return self.score_parts(parts, micro=micro, functions=functions)
+
+    def score_parts(
+        self, parts: Any, *, micro: bool | None = None, functions: bool | None = None
+    ) -> TextScore:
+        """:meth:`score` of a text already through the Transformer
+        (:func:`nslm.transformer.commands.mixture_parts`)."""
+        micro = self.micro if micro is None else micro
+        functions = self.functions if functions is None else functions
         if not micro:
             scored = parts.score(None)
         else:
@@ -417,7 +444,10 @@ class TransformerLM(_Generates[str]):
         from nslm.transformer.commands import predict
 
         got = predict(self.run, prompt, k=k)
-        words = got.get("Transformer+functions", got["Transformer+MM"])
+        if not self.micro:
+            return [Prediction(w["word"], w["p"], ()) for w in got["Transformer"]]
+        words = got.get("Transformer+functions") if self.functions else None
+        words = words or got["Transformer+MM"]
         return [
             Prediction(
                 w["word"], w["p"], tuple({"class": c, "p": p} for c, p in w["classes"].items())
@@ -437,7 +467,10 @@ class TransformerLM(_Generates[str]):
         mixture (:mod:`nslm.transformer.generate`), as plain text."""
         from nslm.transformer.generate import generate
 
-        return prompt + generate(self.run, prompt, max_tokens, sampler).text
+        sample = generate(
+            self.run, prompt, max_tokens, sampler, micro=self.micro, functions=self.functions
+        )
+        return prompt + sample.text
 
 
 Model = NslmRun | NumeralRun | ByteRun | WordPosRun | NgramLM | TransformerLM
@@ -447,11 +480,13 @@ def load(path: Path | str, *, micro: str = "auto", threads: bool | int = True) -
     """The model at ``path``, as the object for its kind (:mod:`nslm.runs.kinds`).
 
     ``micro`` (a word LM): ``auto`` (the context-aware micro-models when fitted, else the
-    plain ones, else none), ``plain``, ``context`` or ``none`` (the NNLM head alone).
+    plain ones, else none), ``plain``, ``context`` or ``none`` (the NNLM head alone); a
+    Transformer run: ``auto`` or ``functions`` (micro-models and the run's functions),
+    ``plain`` (micro-models alone), ``none`` (the Transformer alone).
     ``threads``: torch's threads; ``True``, what the run trained with."""
     ref = locate_run(path, ngram=True)
     if ref.kind == "transformer":
-        return TransformerLM(ref)
+        return TransformerLM(ref, micro)
     if ref.kind == "ngram":
         return NgramLM(ref)
     if ref.kind == "word_pos":

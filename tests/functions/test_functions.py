@@ -68,6 +68,24 @@ def test_results_are_written_at_each_precision() -> None:
     assert at_significant(-3.0, 2) is None and at_significant(math.nan, 2) is None
 
 
+@pytest.mark.parametrize(
+    ("said", "value", "target", "kelvin", "want"),
+    [
+        ("14.5", 14.5, 23.335488, None, "23.3"),  # 14.5 miles (23.3 km)
+        ("1,200", 1200.0, 745.645430, None, "750"),  # 1,200 km (750 mi)
+        ("15", 15.0, 9.320568, None, "9.3"),  # 15 kilometres (9.3 mi)
+        ("50", 50.0, 110231.131, None, "110,000"),  # 50 tonnes (110,000 lb)
+        ("120", 120.0, 193.121, None, "190"),  # 120 miles (190 km)
+        ("0.5", 0.5, 0.926, None, "0.93"),  # two significant figures at least
+        ("40", 40.0, 104.0, 313.15, "104"),  # 40 °C (104 °F): three figures in kelvin
+    ],
+)
+def test_the_convert_templates_default_rounding(said, value, target, kelvin, want) -> None:
+    from nslm.functions.writing import template_decimals, written
+
+    assert written(target, template_decimals(said, value, target, kelvin)) == want
+
+
 def test_convert_computes_the_conversion(model: FunctionModel) -> None:
     tokens = tokens_of("The trail runs 14.5 miles (")
     firings = model.firings(tokens, len(tokens))
@@ -193,6 +211,12 @@ def test_a_user_function_joins_as_a_plug_in(monkeypatch) -> None:
     assert firing.probs == {"42": 1.0}
     with pytest.raises(NslmError, match="give it a name"):
         register_function(type("Nameless", (Function,), {}))
+    # a fit kept in a cache is keyed by the functions' code: the plug-in's module counts
+    from nslm.functions.model import code_fingerprint
+
+    builtin = sorted(set(base.function_names()) - {"doubled_test"})
+    assert code_fingerprint() != code_fingerprint(builtin)
+    assert code_fingerprint(builtin) == code_fingerprint(list(reversed(builtin)))
 
 
 @pytest.mark.realdata

@@ -81,6 +81,24 @@ def test_a_byte_lm_and_bad_arguments(tiny_byte_run) -> None:
         NslmLM(run=str(tiny_byte_run), micro="sideways")
 
 
+def test_a_byte_lms_greedy_continuation_is_its_likeliest_bytes(tiny_byte_run) -> None:
+    """Greedy for a byte LM is byte by byte; the choices of one context answered together
+    are those answered one by one."""
+    from nslm.lm_eval import NslmLM
+
+    lm = NslmLM(run=str(tiny_byte_run))
+    context = "Hello th"
+    first, second = lm.model.predict(context, k=2)
+    assert len(first.token) == len(second.token) == 1  # printable bytes
+    then = lm.model.predict(context + first.token, k=1)[0].token
+    continuations = [first.token + then, second.token, first.token + second.token]
+    together = lm.loglikelihood([Request(context, c) for c in continuations], True)
+    assert [g for _, g in together] == [True, False, then == second.token]
+    for continuation, (log_prob, _) in zip(continuations, together, strict=True):
+        ((alone, _),) = lm.loglikelihood([Request(context, continuation)], True)
+        assert log_prob == pytest.approx(alone, rel=1e-12)
+
+
 def test_lm_evals_evaluator_drives_it_on_a_local_task(tiny_nslm_run, tmp_path) -> None:
     """simple_evaluate with a task built from a local JSON file (no hub): word perplexity and
     bits per byte as lm-eval defines them, from nslm's proper scores."""
@@ -108,10 +126,12 @@ def test_lm_evals_evaluator_drives_it_on_a_local_task(tiny_nslm_run, tmp_path) -
     )
     lm = NslmLM(run=str(tiny_nslm_run), micro="none")
     out = lm_eval.simple_evaluate(
-        model=lm, tasks=["tiny_pages"], task_manager=TaskManager(include_path=str(tmp_path))
+        model=lm,
+        tasks=["tiny_pages"],
+        task_manager=TaskManager(include_path=str(tmp_path), include_defaults=False),
     )
     got = out["results"]["tiny_pages"]
-    nats = sum(lm.score(p).nats for p in pages)
+    nats = sum(lm.model.score(p).nats for p in pages)
     size = sum(len(p.encode("utf-8")) for p in pages)
     assert got["bits_per_byte,none"] == pytest.approx(nats / math.log(2) / size, rel=1e-9)
 
@@ -129,7 +149,8 @@ def test_the_offline_tasks_are_built_from_the_data_and_run(tiny_nslm_run, tmp_pa
     from nslm.lm_eval import NslmLM
 
     assert main(["data", "lm-eval-tasks", "--out-dir", str(tmp_path)]) == 0
-    for name in ("nslm_wikitext2", "nslm_ewt", "nslm_number_cloze", "nslm_conversion"):
+    names = ("nslm_wikitext2", "nslm_wikitext2_text", "nslm_ewt", "nslm_number_cloze")
+    for name in (*names, "nslm_conversion", "nslm_year_order"):
         assert (tmp_path / f"{name}.yaml").is_file()
     ewt = (tmp_path / "nslm_ewt.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(ewt) == 316  # EWT test's documents
@@ -140,11 +161,16 @@ def test_the_offline_tasks_are_built_from_the_data_and_run(tiny_nslm_run, tmp_pa
         assert len(item["choices"]) == 4 and 0 <= item["label"] < 4
         digits = [sum(ch.isdigit() for ch in c) for c in item["choices"]]
         assert len(set(digits)) == 1 and len(set(item["choices"])) == 4  # same magnitude
+    lines = (tmp_path / "nslm_year_order.jsonl").read_text(encoding="utf-8").splitlines()
+    for item in map(json.loads, lines):  # the later year, and the year as far before
+        later, before = (int(c) for c in item["choices"])
+        assert item["label"] == 0 and 0 < later - before <= 2 * 30
+        assert f"{later - item['gap']}" in item["context"]  # the year it comes after
     lm = NslmLM(run=str(tiny_nslm_run), micro="none")
     out = lm_eval.simple_evaluate(
         model=lm,
         tasks=["nslm_number_cloze"],
-        task_manager=TaskManager(include_path=str(tmp_path)),
+        task_manager=TaskManager(include_path=str(tmp_path), include_defaults=False),
         limit=12,
     )
     acc = out["results"]["nslm_number_cloze"]["acc,none"]

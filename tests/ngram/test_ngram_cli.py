@@ -148,6 +148,19 @@ def test_build_eval_export_generate(tmp_path: Path, capsys) -> None:
     assert code == 0, err
     assert json.loads(out)["rows"]["Global"] == rows["Global"]
 
+    # a plain text file: the API's own score of it, as bits per byte (lm-eval's other door)
+    text = tmp_path / "text.txt"
+    text.write_text("The school closed in 2001 .\nIt opened again .\n", encoding="utf-8")
+    code, out, err = run(capsys, "ngram", "eval", str(model_dir), "--text", str(text), "--json")
+    assert code == 0, err
+    import nslm
+
+    scored = nslm.load(model_dir).score(text.read_text(encoding="utf-8"))
+    got = json.loads(out)
+    assert got["bits_per_byte"] == scored.bits_per_byte and got["tokens"] == 12  # and </s>
+    assert run(capsys, "ngram", "eval", str(model_dir), "--text", str(text), "--raw")[0] == 2
+    assert run(capsys, "ngram", "eval", str(model_dir), "--text", str(tmp_path / "none"))[0] == 2
+
     args = ["generate", str(model_dir), "The", "--max-tokens", "12", "--seed", "5"]
     first = run(capsys, *args)
     second = run(capsys, *args)

@@ -83,6 +83,30 @@ def test_windows_score_like_one_pass(tiny) -> None:
     assert np.allclose(small.set_log_probs[:7, 0], want[:7], atol=1e-4)
 
 
+def test_scoring_after_a_kept_context_is_one_pass_over_each_whole_text(tiny) -> None:
+    """score_after reads the context once and its continuations side by side (of
+    different lengths, one of them empty): each one's arrays are those of score_ids over
+    the whole text."""
+    from nslm.transformer.backbone import build_model, score_after, score_ids
+    from nslm.transformer.checkpoint import load_checkpoint
+
+    ck = load_checkpoint(tiny[1])
+    model = build_model(ck)
+    rng = np.random.default_rng(1)
+    context = rng.integers(1, ck.config["vocab_size"], 12).tolist()
+    continuations = [[5], [70, 71, 260], [], [9, 44]]
+    mask = np.zeros(ck.config["vocab_size"], dtype=bool)
+    mask[[3, 7, 100]] = True
+    got, kept = score_after(model, context, continuations, ck.start_id, token_sets=[mask])
+    assert kept.get_seq_length() == len(context)  # the start token and all but the last
+    for continuation, after in zip(continuations, got, strict=True):
+        whole = score_ids(model, context + continuation, ck.start_id, token_sets=[mask])
+        assert len(after) == len(context) + len(continuation)
+        assert np.allclose(after.log_probs, whole.log_probs, atol=1e-5)
+        assert np.allclose(after.set_log_probs, whole.set_log_probs, atol=1e-4)
+        assert np.allclose(after.hidden, whole.hidden, atol=1e-2)  # float16
+
+
 def test_a_missing_or_foreign_checkpoint_is_one_line(tmp_path) -> None:
     from nslm.transformer.checkpoint import load_checkpoint
 

@@ -321,12 +321,60 @@ def test_fit_open_predict_generate_and_eval_a_tiny_run(
     from nslm.generation.predict_text import printable  # the command escapes control bytes
 
     assert printable(lm.generate("In 1990", 6, seed=3)) + "\n" == printed  # the same draw
+    check_lm_eval(run_dir, weighted)
     # the run opens alone, as an LSTM run does: no raw corpus, no prepared-corpus cache
     monkeypatch.delenv("NSLM_DATA_DIR", raising=False)
     monkeypatch.setenv("NSLM_CACHE_DIR", str(tmp_path / "no-cache"))
     monkeypatch.setenv("HOME", str(tmp_path / "no-home"))
     alone = open_transformer_run(run_dir)
     assert predict(alone, "The war began in 1914, and ended in", k=3, beam=4)["Transformer"]
+
+
+class Request:
+    """What lm-eval hands a model: ``args``."""
+
+    def __init__(self, *args) -> None:
+        self.args = args
+
+
+def check_lm_eval(run_dir, weighted) -> None:
+    """The run behind lm-eval, for each mixture: a continuation's log-probability, read
+    from one pass with the context's keys and values kept, is the difference of the two
+    prefixes' passes; a continuation is greedy exactly when each of its tokens is the
+    mixture's likeliest after a forced walk over the text before it."""
+    pytest.importorskip("lm_eval")
+    from nslm.lm_eval import NslmLM
+    from nslm.transformer.generate import MixtureStepper
+
+    contexts = ["The war began in 1914, and ended in", "In 1990", "The city of", "It was"]
+    greedy_seen = 0
+    for micro in ("none", "plain", "functions"):
+        lm = NslmLM(run=str(run_dir), micro=micro)
+        lm.model.run = weighted
+        tokenizer = weighted.bundle.checkpoint.tokenizer
+        for context in contexts:
+            before = tokenizer.encode(context, add_special_tokens=False).ids
+            mixture = {"micro": micro != "none", "functions": micro == "functions"}
+            stepper = MixtureStepper(weighted, context, **mixture)
+            top = int(np.argmax(stepper.distribution()))
+            continuations = [" 1918", " Paris", " the"]
+            clean = tokenizer.decode([top])
+            if tokenizer.encode(context + clean, add_special_tokens=False).ids == [*before, top]:
+                continuations.append(clean)  # greedy decoding's first token, as text
+            requests = [Request(context, c) for c in continuations]
+            got = lm.loglikelihood(requests, disable_tqdm=True)
+            for continuation, (log_prob, greedy) in zip(continuations, got, strict=True):
+                whole = lm.prefix_log_prob(context + continuation)
+                assert log_prob == pytest.approx(whole - lm.prefix_log_prob(context), abs=1e-4)
+                ids = tokenizer.encode(context + continuation, add_special_tokens=False).ids
+                forced = MixtureStepper(weighted, context, **mixture)
+                want = True
+                for token in ids[len(before) :]:
+                    want = want and int(np.argmax(forced.distribution())) == token
+                    forced.advance(token)
+                assert greedy == want, (micro, context, continuation)
+                greedy_seen += greedy
+    assert greedy_seen >= 3  # a greedy continuation for each mixture at least
 
 
 def check_generation(run) -> None:

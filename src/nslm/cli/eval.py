@@ -20,6 +20,7 @@ from nslm.cli.options import (
     out_option,
     run_argument,
     split_option,
+    text_option,
     use_nslm,
 )
 from nslm.cli.paper_extras import Factory, PaperExtras, paper_options
@@ -111,13 +112,9 @@ def eval_tables(
 @run_argument()
 @split_option(SPLITS, help="Splits to score: valid, test or both [valid,test].")
 @model_option("Tables 2 and 3")
-@click.option(
-    "--text",
-    "text_file",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Score this text file instead of a corpus split, with the run's vocabulary "
-    "and class rules (λ from the run's last eval, else tuned on its valid).",
+@text_option(
+    "Score this text file instead of a corpus split, with the run's vocabulary "
+    "and class rules (λ from the run's last eval, else tuned on its valid)."
 )
 @corpus_option(
     default=None,

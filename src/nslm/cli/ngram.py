@@ -21,6 +21,7 @@ from nslm.cli.options import (
     out_option,
     prepared_dir_option,
     split_option,
+    text_option,
 )
 from nslm.data.locate import locate_corpus
 from nslm.data.prepare import prepare_corpus
@@ -136,6 +137,10 @@ def build(
     is_flag=True,
     help="The corpus as raw text, as lmplz reads it (no preparation): for an ARPA MODEL.",
 )
+@text_option(
+    "Score this plain text file instead of a corpus split: each line a sentence, a word "
+    "outside the vocabulary scored as <unk> (not proper); bits per byte and word perplexity."
+)
 @json_option("Print JSON instead of a table.")
 @out_option("Also write the JSON to this file.")
 @prepared_dir_option
@@ -145,11 +150,18 @@ def evaluate(
     corpus: str | None,
     classes: str | None,
     raw: bool,
+    text_file: Path | None,
     as_json: bool,
     out: Path | None,
     prepared_dir: Path | None,
 ) -> None:
-    """Perplexity of MODEL (a model directory or an ARPA file), per class on prepared corpora."""
+    """Perplexity of MODEL (a model directory or an ARPA file), per class on prepared corpora,
+    or of a plain text (--text)."""
+    if text_file is not None:
+        if splits or corpus or raw:
+            raise NslmError("--text scores a file: no --split, --corpus or --raw with it")
+        _eval_text(model_path, text_file, as_json, out)
+        return
     model = load_model(model_path)
     meta = model.meta
     stream_kind = "raw" if raw else meta.get("stream", "prepared")
@@ -169,6 +181,34 @@ def evaluate(
         return
     for split, payload in payloads.items():
         _print_table(model, corpus, split, stream_kind, payload)
+
+
+def _eval_text(model_path: Path, text_file: Path, as_json: bool, out: Path | None) -> None:
+    """A plain text's figures under the model (:meth:`nslm.api.NgramLM.score`)."""
+    from nslm.api import load
+    from nslm.data.textfile import read_text
+
+    scored = load(model_path).score(read_text(text_file))
+    payload = {
+        "text": str(text_file),
+        "tokens": len(scored.tokens),
+        "bytes": scored.bytes,
+        "words": scored.words,
+        "nats": scored.nats,
+        "perplexity": scored.perplexity,
+        "bits_per_byte": scored.bits_per_byte,
+        "word_perplexity": scored.word_perplexity,
+    }
+    if out is not None:
+        write_json_atomic(out, payload, indent=2)
+    if as_json:
+        click.echo(json_text(payload, indent=2))
+        return
+    click.echo(
+        f"{text_file}: {payload['tokens']:,} tokens, perplexity {payload['perplexity']:.2f}, "
+        f"{payload['bits_per_byte']:.4f} bits per byte, word perplexity "
+        f"{payload['word_perplexity']:.2f} (<unk> as a word: not proper)"
+    )
 
 
 def _score(

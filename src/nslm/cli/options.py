@@ -87,6 +87,13 @@ def file_option(*flags: str, help: str, **attrs: Any):
     return _path_option(flags, click.Path(dir_okay=False, path_type=Path), help, attrs)
 
 
+def text_option(help: str):
+    """``--text FILE``: a text file a command scores instead of a corpus split."""
+    return click.option(
+        "--text", "text_file", type=click.Path(path_type=Path), default=None, help=help
+    )
+
+
 def dir_option(*flags: str, help: str, **attrs: Any):
     """An option naming a folder (a file is refused), as a :class:`~pathlib.Path`: DIR."""
     folder = click.Path(file_okay=False, path_type=Path)

@@ -33,7 +33,13 @@ from nslm.data.numbers import (
 )
 from nslm.data.units import Unit, convert_value, unit_ending_at, unit_named
 from nslm.functions.base import Function, Option, Reference, register_function
-from nslm.functions.writing import at_significant, significant_figures, significant_options, written
+from nslm.functions.writing import (
+    at_significant,
+    significant_figures,
+    significant_options,
+    template_decimals,
+    written,
+)
 
 DASHES = frozenset({"–", "@-@"})
 MINUS_SIGNS = frozenset({"−", "-"})
@@ -120,6 +126,7 @@ class Convert(Function):
         if opening and q >= 2 and tokens[q - 1] in RANGE_WORDS and is_number(tokens[q - 2]):
             found = (q - 2, source)
         quantity, figures, first = _quantity(tokens, *found)
+        said_number = tokens[found[0]] if first == found[0] else f"{abs(quantity):g}"
         options, exact, named = [], [], []
         targets = [u for u in target_units(source, self.unit_map, TARGET_UNITS + 1) if u != source]
         if before in ("or", ";"):  # "( 0.93 km / h ; 0.58 mph )": the next unit, not km / h again
@@ -131,6 +138,11 @@ class Convert(Function):
                 continue
             exact.append(abs(value))
             named.append(f"{at_significant(abs(value), figures + 1) or value} {unit.name}")
+            # the {{convert}} template's own rounding, then the input's figures ± offsets
+            temperature = source.offset or unit.offset
+            kelvin = abs(quantity * source.factor + source.offset) if temperature else None
+            decimals = template_decimals(said_number, quantity, value, kelvin)
+            options.append(Option(f"u{rank}:template", written(abs(value), decimals)))
             options += [
                 Option(k, t) for k, t in significant_options(abs(value), figures, f"u{rank}:")
             ]

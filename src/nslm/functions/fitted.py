@@ -13,11 +13,11 @@ from nslm.data.prepare import prepared_cache_root
 from nslm.files.atomic import write_json_atomic
 from nslm.functions.check import choose_threshold
 from nslm.functions.documents import corpus_file_documents
-from nslm.functions.model import FunctionModel
+from nslm.functions.model import FunctionModel, code_fingerprint
 
 CORPUS = "wikitext-2"
 MAX_FALSE_FLAGS = 0.02  # the share of valid's untouched numbers τ may flag
-CACHE_NAME = "functions-wikitext-2.json"
+CACHE_NAME = "functions-wikitext-2-{code}.json"  # keyed by the functions' code
 
 
 def fit_on_corpus(corpus: str = CORPUS, classes: str = "none") -> FunctionModel:
@@ -34,7 +34,7 @@ def fit_on_corpus(corpus: str = CORPUS, classes: str = "none") -> FunctionModel:
 
 def cached_model(cache: Path | None = None) -> FunctionModel:
     """The functions fitted on WikiText-2, from the cache, fitting them on first use."""
-    path = (cache or prepared_cache_root()) / CACHE_NAME
+    path = (cache or prepared_cache_root()) / CACHE_NAME.format(code=code_fingerprint())
     if path.is_file():
         model = FunctionModel.from_json(json.loads(path.read_text(encoding="utf-8")), str(path))
         if set(model.functions) == set(FunctionModel().functions):

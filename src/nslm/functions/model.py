@@ -110,6 +110,25 @@ def documents_positions(
             yield d, tokens, i
 
 
+def code_fingerprint(names: Sequence[str] | None = None) -> str:
+    """A hash of the code that fits and applies the functions (each registered function's
+    module, this one and the writing rules): a cached fit is kept under it, so a change to
+    what a function offers is fitted anew, not read back stale."""
+    import hashlib
+    import inspect
+    import sys
+
+    from nslm.functions import writing
+
+    names = sorted(names or function_names())
+    modules = {sys.modules[__name__], writing}
+    modules |= {inspect.getmodule(get_function(n)) for n in names}
+    digest = hashlib.sha256(" ".join(names).encode())
+    for module in sorted(modules, key=lambda m: m.__name__):
+        digest.update(inspect.getsource(module).encode())
+    return digest.hexdigest()[:16]
+
+
 class FunctionModel:
     """The functions named, each fitted: its own parameters, its writing PDF and its
     confidence. ``fit`` on training documents, ``choose`` on validation documents."""

@@ -1,10 +1,11 @@
 """How a computed number is written: significant figures and the corpus's number format.
 
 Wikipedia's ``{{convert}}`` template rounds a conversion's output to a precision that
-follows the input's ("1,200 km (750 mi)", "15 kilometres (9.3 mi)", "14.5 miles (23.3 km)");
-the exact rule depends on the factor and has exceptions, so nslm does not copy it: it
-enumerates the output at the input's number of significant figures and a few either side,
-and the function model learns from training text how often each offset is the one written.
+follows the input's ("1,200 km (750 mi)", "15 kilometres (9.3 mi)", "14.5 miles (23.3 km)"):
+:func:`template_decimals` is its default rule. Editors also give a precision of their own,
+so the function offers the output at the rule's precision and at the input's number of
+significant figures and a few either side, and the function model learns from training
+text how often each is the one written.
 """
 
 from __future__ import annotations
@@ -26,6 +27,32 @@ def significant_figures(token: str) -> int:
         stripped = (whole + fraction).lstrip("0")
         return max(1, len(stripped))
     return max(1, len(digits.lstrip("0").rstrip("0")))
+
+
+def template_decimals(
+    input_text: str, in_value: float, out_value: float, kelvin: float | None = None
+) -> int:
+    """The decimals (negative: tens, hundreds, …) the ``{{convert}}`` template rounds an
+    output to when the editor gives no precision (Module:Convert's default precision): the
+    input's decimals (an integer's trailing zeros count below zero: ``1,200`` → −2), plus
+    log10(|in / out|) + log10 2, floored; but at least two significant figures in the
+    output. A temperature (``kelvin``: the input in kelvin) keeps three significant figures
+    in kelvin instead."""
+    digits = input_text.replace(",", "").lstrip("-−")
+    if "." in digits:
+        places = len(digits.split(".", 1)[1])
+    else:
+        places = -(len(digits) - len(digits.rstrip("0")))
+    out = abs(out_value)
+    if out == 0 or in_value == 0 or not math.isfinite(out):
+        return 0
+    if kelvin is not None:
+        adjust = 0.0
+        least = 2 - math.floor(math.log10(kelvin) + 1e-14) if kelvin >= 1e-8 else 2
+    else:
+        adjust = math.log10(abs(in_value / out_value)) + math.log10(2)
+        least = 1 - math.floor(math.log10(out) + 1e-14)
+    return max(math.floor(places + adjust), least)
 
 
 def written(value: float, decimals: int = 0) -> str:

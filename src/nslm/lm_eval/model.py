@@ -3,37 +3,54 @@
 lm-eval asks three things of a model (``lm_eval.api.model.LM``):
 
 - ``loglikelihood(context, continuation)``: log P(continuation | context) and whether the
-  continuation is what greedy decoding gives. nslm scores whole texts, token by token
-  (:class:`nslm.api.TextScore`), so it is log P(context + continuation) − log P(context),
-  each a prefix's probability: the sum over the text's tokens, less the end of line a word
-  LM adds after a text that does not end with one. Where the run's tokens of the context
-  are a prefix of its tokens of the whole (a continuation that starts a new word: " 1914"),
-  that difference is exactly the continuation's log-probability given the context.
+  continuation is what greedy decoding writes. A word LM, a byte LM or an n-gram model
+  scores whole texts (:class:`nslm.api.TextScore`), so there it is log P(context +
+  continuation) − log P(context), each a prefix's probability: the sum over the text's
+  tokens, less the end of line a word LM adds after a text that does not end with one.
+  Where the run's tokens of the context are a prefix of its tokens of the whole (a
+  continuation that starts a new word: " 1914"), that difference is exactly the
+  continuation's log-probability given the context. A Transformer run scores the whole
+  text once and sums the log-probabilities of the tokens that start at or after the
+  context's end (the difference of two prefixes where a token straddles it).
 - ``loglikelihood_rolling(document)``: log P(document), the same proper scores as
   ``nslm eval --text`` (a token outside the vocabulary charged P(<unk> | h) · P_spell; the
   first token, which no model scores, left out as nslm does).
 - ``generate_until(context, until=…)``: the run's own ``generate``, greedy (top-k 1) unless
   a temperature is asked for, cut at the first stop sequence.
 
+Requests that share a context (a multiple-choice item's choices) are answered together:
+the context is scored once, and greedy decoding from it runs once, step by step, for as
+long as it still agrees with one of the choices.
+
 ``model_args``: ``run`` (a run directory: NSLM, NNLM head, Transformer, byte LM, or an
-n-gram model file), ``micro`` (a word LM: ``auto``, ``plain``, ``context``, ``none``; a
-Transformer run: ``functions``, ``plain``, ``none``).
+n-gram model file or directory), ``micro`` (a word LM: ``auto``, ``plain``, ``context``,
+``none``; a Transformer run: ``auto``, ``functions``, ``plain``, ``none``).
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from nslm.data.text import EOS_TOKENS
 from nslm.errors import NslmError
 
-TRANSFORMER_MICRO = ("functions", "plain", "none")
 WORD_MICRO = ("auto", "plain", "context", "none")
-EOS = "<eos>"
+# Transformer passes of short texts (a choice after its context) kept in this process, so
+# that the same run loaded with another ``micro`` reads a text's pass once
+PASSES_KEPT = 20_000
+_passes: OrderedDict[tuple[str, str], Any] = OrderedDict()
+# and the Transformer's keys and values of each context (~4 MB each for SmolLM2-135M at 80
+# tokens), which greedy decoding from it starts from
+CONTEXTS_KEPT = 1_300
+_contexts: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
 
 @register_model("nslm")
@@ -46,15 +63,9 @@ class NslmLM(LM):
         super().__init__()
         path = Path(run)
         self.kind = _kind(path)
-        if self.kind == "transformer":
-            micro = "functions" if micro == "auto" else micro
-            if micro not in TRANSFORMER_MICRO:
-                raise NslmError(f"micro={micro!r}: a Transformer run takes {TRANSFORMER_MICRO}")
-            self.model = load(path)
-        else:
-            if micro not in WORD_MICRO:
-                raise NslmError(f"micro={micro!r}: one of {WORD_MICRO}")
-            self.model = load(path, micro=micro)
+        if self.kind != "transformer" and micro not in WORD_MICRO:
+            raise NslmError(f"micro={micro!r}: one of {WORD_MICRO}")
+        self.model = load(path, micro=micro)
         if not hasattr(self.model, "score"):
             raise NslmError(f"{run}: a {self.kind} run scores no text; lm-eval needs one that does")
         self.micro = micro
@@ -62,71 +73,184 @@ class NslmLM(LM):
     # -- what lm-eval calls --------------------------------------------------------------
 
     def loglikelihood(self, requests, disable_tqdm: bool = False) -> list[tuple[float, bool]]:
-        out = []
-        for request in _progress(requests, "loglikelihood", disable_tqdm):
-            context, continuation = request.args
-            whole = self.prefix_log_prob(context + continuation)
-            before = self.prefix_log_prob(context) if context else 0.0
-            out.append((whole - before, self.is_greedy(context, continuation)))
-        return out
+        out: list[tuple[float, bool] | None] = [None] * len(requests)
+        by_context: dict[str, list[int]] = {}
+        for i, request in enumerate(requests):
+            by_context.setdefault(request.args[0], []).append(i)
+        with _bar(len(requests), "loglikelihood", disable_tqdm) as bar:
+            for context, indices in by_context.items():
+                continuations = [requests[i].args[1] for i in indices]
+                log_probs = self.continuation_log_probs(context, continuations)
+                greedy = self.greedy(context, continuations)
+                for i, lp, g in zip(indices, log_probs, greedy, strict=True):
+                    out[i] = (lp, g)
+                bar.update(len(indices))
+        return out  # type: ignore[return-value]
 
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False) -> list[float]:
-        return [
-            -self.score(request.args[0]).nats
-            for request in _progress(requests, "loglikelihood_rolling", disable_tqdm)
-        ]
-
-    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         out = []
-        for request in _progress(requests, "generate_until", disable_tqdm):
-            context, kwargs = request.args
-            until = kwargs.get("until") or []
-            until = [until] if isinstance(until, str) else list(until)
-            temperature = float(kwargs.get("temperature", 0.0))
-            length = int(kwargs.get("max_gen_toks", 64))
-            if temperature > 0:
-                text = self.model.generate(context, length, temperature=temperature, seed=0)
-            else:
-                text = self.model.generate(context, length, top_k=1, seed=0)
-            text = text[len(context) :] if text.startswith(context) else text
-            for stop in until:
-                if stop and stop in text:
-                    text = text[: text.index(stop)]
-            out.append(text)
+        with _bar(len(requests), "loglikelihood_rolling", disable_tqdm) as bar:
+            for request in requests:
+                out.append(-self.model.score(request.args[0]).nats)
+                bar.update(1)
         return out
 
-    # -- how -----------------------------------------------------------------------------
+    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        if not hasattr(self.model, "generate"):
+            raise NslmError(f"a {self.kind} run generates no text: generate_until is not served")
+        out = []
+        with _bar(len(requests), "generate_until", disable_tqdm) as bar:
+            for request in requests:
+                context, kwargs = request.args
+                until = kwargs.get("until") or []
+                until = [until] if isinstance(until, str) else list(until)
+                temperature = float(kwargs.get("temperature", 0.0))
+                length = int(kwargs.get("max_gen_toks", 64))
+                if temperature > 0:
+                    text = self.model.generate(context, length, temperature=temperature, seed=0)
+                else:
+                    text = self.model.generate(context, length, top_k=1, seed=0)
+                text = text[len(context) :] if text.startswith(context) else text
+                for stop in until:
+                    if stop and stop in text:
+                        text = text[: text.index(stop)]
+                out.append(text)
+                bar.update(1)
+        return out
 
-    def score(self, text: str):
+    # -- log-probabilities ---------------------------------------------------------------
+
+    def continuation_log_probs(self, context: str, continuations: Sequence[str]) -> list[float]:
+        """log P(continuation | context) for each continuation (module docstring)."""
         if self.kind == "transformer":
-            return self.model.score(
-                text, micro=self.micro != "none", functions=self.micro == "functions"
-            )
-        return self.model.score(text)
+            self._transformer_parts_after(context, continuations)
+            return [self._transformer_continuation(context, c) for c in continuations]
+        before = self.prefix_log_prob(context) if context else 0.0
+        return [self.prefix_log_prob(context + c) - before for c in continuations]
 
     def prefix_log_prob(self, text: str) -> float:
         """log P(text) as a prefix: the text's tokens, less the end of line a word LM adds
         after a text that has none (a prefix goes on)."""
-        scored = self.score(text)
+        if self.kind == "transformer":
+            return float(np.sum(self._transformer_scored(text).log_probs))
+        scored = self.model.score(text)
         log_probs = scored.log_probs
-        if scored.tokens and scored.tokens[-1] == EOS and not text.endswith("\n"):
+        if scored.tokens and scored.tokens[-1] in EOS_TOKENS and not text.endswith("\n"):
             log_probs = log_probs[:-1]
         return float(sum(x for x in log_probs.tolist() if not math.isnan(x)))
 
-    def is_greedy(self, context: str, continuation: str) -> bool:
-        """Whether greedy decoding writes the continuation: each of its words (tokens) the
-        run's likeliest next one after the text before it."""
-        words = continuation.split()
-        if not words or not hasattr(self.model, "predict"):
-            return False
+    def _transformer_parts(self, text: str) -> Any:
+        from nslm.transformer.commands import mixture_parts
+
+        key = (str(self.model.path), text)
+        parts = _passes.get(key)
+        if parts is None:
+            parts = _passes[key] = mixture_parts(self.model.run, text, keep=False)
+            if len(_passes) > PASSES_KEPT:
+                _passes.popitem(last=False)
+        return parts
+
+    def _transformer_parts_after(self, context: str, continuations: Sequence[str]) -> None:
+        """The passes of ``context + c`` for the continuations not yet read, the context
+        read once where it can be (:func:`nslm.transformer.commands.mixture_parts_after`)."""
+        from nslm.transformer.commands import mixture_parts_after
+
+        run = str(self.model.path)
+        todo = [c for c in dict.fromkeys(continuations) if (run, context + c) not in _passes]
+        if len(todo) < 2 or not context:
+            return
+        got = mixture_parts_after(self.model.run, context, todo)
+        if got is None:
+            return
+        for c, parts in zip(todo, got[0], strict=True):
+            _passes[(run, context + c)] = parts
+        _contexts[(run, context)] = got[1]
+        while len(_passes) > PASSES_KEPT:
+            _passes.popitem(last=False)
+        while len(_contexts) > CONTEXTS_KEPT:
+            _contexts.popitem(last=False)
+
+    def _transformer_scored(self, text: str):
+        return self.model.score_parts(self._transformer_parts(text))
+
+    def _transformer_continuation(self, context: str, continuation: str) -> float:
+        parts = self._transformer_parts(context + continuation)
+        log_probs = self.model.score_parts(parts).log_probs
+        starts, ends = parts.text_pass.offsets[:, 0], parts.text_pass.offsets[:, 1]
+        cut = len(context)
+        if np.any((starts < cut) & (ends > cut)):  # a token straddles the context's end
+            return float(np.sum(log_probs)) - (self.prefix_log_prob(context) if context else 0)
+        return float(np.sum(log_probs[starts >= cut]))
+
+    # -- greedy decoding -----------------------------------------------------------------
+
+    def greedy(self, context: str, continuations: Sequence[str]) -> list[bool]:
+        """Whether greedy decoding from ``context`` writes each continuation: every one of
+        its units (a Transformer's tokens, a byte LM's bytes, a word LM's words) the
+        run's likeliest next one after the text before it. One decoding serves every
+        continuation; it stops where it leaves all of them."""
+        if self.kind == "transformer":
+            return self._transformer_greedy(context, continuations)
+        if self.kind == "byte":
+            units = [list(c.encode("utf-8")) for c in continuations]
+        else:
+            units = [c.split() for c in continuations]
+        written: list = []
         text = context
-        for word in words:
+        while True:
+            alive = [u for u in units if u[: len(written)] == written and len(u) > len(written)]
+            if not alive:
+                break
             top = self.model.predict(text, k=1)
-            if not top or top[0].token.replace("_", " ") != word:
-                return False
-            joint = "" if not text or text[-1].isspace() else " "
-            text = f"{text}{joint}{word}"
-        return True
+            if not top:
+                break
+            if self.kind == "byte":
+                unit = _byte_of(top[0].token)
+                written.append(unit)
+                if unit >= 128:  # a piece of a character: the prompt is text, so stop here
+                    break
+                text += chr(unit)
+            else:
+                unit = top[0].token.replace("_", " ")
+                written.append(unit)
+                text = f"{text}{'' if not text or text[-1].isspace() else ' '}{unit}"
+        return [bool(u) and u == written[: len(u)] for u in units]
+
+    def _transformer_greedy(self, context: str, continuations: Sequence[str]) -> list[bool]:
+        from nslm.transformer.generate import MixtureStepper
+
+        run = self.model.run
+        tokenizer = run.bundle.checkpoint.tokenizer
+        before = tokenizer.encode(context, add_special_tokens=False).ids
+        targets = []
+        for c in continuations:
+            whole = tokenizer.encode(context + c, add_special_tokens=False).ids
+            same = whole[: len(before)] == before
+            targets.append(
+                whole[len(before) :] if same else tokenizer.encode(c, add_special_tokens=False).ids
+            )
+        stepper = MixtureStepper(
+            run,
+            context,
+            micro=self.model.micro,
+            functions=self.model.functions,
+            kept=_contexts.get((str(self.model.path), context)),
+        )
+        written: list[int] = []
+        while True:
+            alive = [t for t in targets if t[: len(written)] == written and len(t) > len(written)]
+            if not alive:
+                break
+            token = int(np.argmax(stepper.distribution()))
+            written.append(token)
+            if any(t[: len(written)] == written and len(t) > len(written) for t in targets):
+                stepper.advance(token)
+        return [bool(t) and t == written[: len(t)] for t in targets]
+
+
+def _byte_of(name: str) -> int:
+    """A byte LM's prediction back to its byte: a printable character or ``\\xNN``."""
+    return int(name[2:], 16) if name.startswith("\\x") and len(name) == 4 else ord(name)
 
 
 def _kind(path: Path) -> str:
@@ -135,7 +259,7 @@ def _kind(path: Path) -> str:
     return locate_run(path, ngram=True).kind
 
 
-def _progress(requests, what: str, disable: bool):
+def _bar(total: int, what: str, disable: bool):
     from tqdm import tqdm
 
-    return tqdm(requests, desc=f"nslm {what}", disable=disable)
+    return tqdm(total=total, desc=f"nslm {what}", disable=disable)

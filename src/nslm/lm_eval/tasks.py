@@ -7,14 +7,20 @@ beside a YAML file per task, so ``--include_path DIR`` finds them:
 - ``nslm_wikitext2``: WikiText-2 test, one document an article, plain text as nslm reads it
   (``nslm.data.text.to_plain``); ``loglikelihood_rolling``: word perplexity, byte
   perplexity and bits per byte as lm-eval defines them;
+- ``nslm_wikitext2_text``: WikiText-2 test as one document, the plain text ``nslm eval RUN
+  --text`` reads from the same file (the two doors agree on it to rounding);
 - ``nslm_ewt``: UD English EWT test, one document per ``# newdoc``, its ``# text =`` lines;
-- ``nslm_number_cloze``: at numbers of WikiText-2 test, the article's text before the number
-  (at most :data:`CONTEXT_WORDS` words) and four candidates: the number written there and
-  three others of its class and digit count from elsewhere in test (seeded); accuracy and
-  length-normalised accuracy;
+- ``nslm_number_cloze``: at numbers of WikiText-2 test (:data:`CLOZE_ITEMS` of them, drawn
+  with a fixed seed), the article's text before the number (at most :data:`CONTEXT_WORDS`
+  corpus tokens) and four candidates: the number written there and three others of its
+  class and digit count from elsewhere in test; accuracy and length-normalised accuracy;
 - ``nslm_conversion``: the same after a quantity, its unit and ``(``, where the text then
   converts it (``<convert>``): the written conversion against three other conversions of
-  test.
+  test (every one of them);
+- ``nslm_year_order``: at a year written at most :data:`YEAR_GAP` years after the year
+  before it in the article (within :data:`YEAR_WINDOW` tokens), that year against the year
+  as far *before* the earlier one: whether a model reads that a text moving on in time
+  names a later year.
 """
 
 from __future__ import annotations
@@ -35,8 +41,11 @@ from nslm.data.textfile import read_text
 from nslm.errors import NslmError
 from nslm.files.atomic import write_bytes_atomic
 
-CONTEXT_WORDS = 120  # corpus tokens of the article before a cloze item
+CONTEXT_WORDS = 60  # corpus tokens of the article before an item: two or three sentences
 CHOICES = 4
+CLOZE_ITEMS = 1200  # a seeded draw from test's 6,174 numbers: every model scores the same
+YEAR_GAP = 30  # the year-order task: a year at most this many years after the one before it
+YEAR_WINDOW = 40  # … which stands at most this many tokens before it
 SEED = 0
 
 
@@ -60,6 +69,14 @@ def wikitext_articles() -> tuple[list[list[str]], list[list[str]]]:
 
 def pages(articles: Sequence[Sequence[str]]) -> list[dict[str, str]]:
     return [{"page": to_plain(list(a), "wikitext")} for a in articles if len(a) > 1]
+
+
+def whole_test() -> str:
+    """WikiText-2 test as one plain text: the text a Transformer run scores as ``test``
+    (:func:`nslm.transformer.commands.corpus_plain`), so its pass is read, not recomputed."""
+    from nslm.transformer.commands import corpus_plain
+
+    return corpus_plain("wikitext-2", "test")
 
 
 def ewt_pages(data_dir: Path) -> list[dict[str, str]]:
@@ -105,6 +122,33 @@ def cloze_items(
     return items
 
 
+def year_order_items(articles: Sequence[Sequence[str]], classes: Sequence[Sequence[str]]):
+    """One item per year Y written after a year Y0 of the same article (the nearest before
+    it, within :data:`YEAR_WINDOW` tokens) with Y0 < Y ≤ Y0 + :data:`YEAR_GAP`: the choices Y
+    and Y0 − (Y − Y0), the year as far before Y0, in a fixed order (the later first)."""
+    items = []
+    for tokens, labels in zip(articles, classes, strict=True):
+        last: tuple[int, int] | None = None  # (position, year) of the latest year
+        for i, (token, label) in enumerate(zip(tokens, labels, strict=True)):
+            if label != "year" or not token.isdigit():
+                continue
+            year = int(token)
+            if last is not None and i - last[0] <= YEAR_WINDOW and 0 < year - last[1] <= YEAR_GAP:
+                before = last[1] - (year - last[1])
+                context = to_plain(list(tokens[max(0, i - CONTEXT_WORDS) : i]), "wikitext")
+                space = "" if context.endswith(("(", "\n")) else " "
+                items.append(
+                    {
+                        "context": context.rstrip(" "),
+                        "choices": [f"{space}{year}", f"{space}{before}"],
+                        "label": 0,
+                        "gap": year - last[1],
+                    }
+                )
+            last = (i, year)
+    return items
+
+
 def _digits(token: str) -> int:
     return sum(ch.isdigit() for ch in token)
 
@@ -132,6 +176,14 @@ TASK_YAML = {
 }
 
 
+def _draw(items: list[dict], rng: random.Random) -> list[dict]:
+    """:data:`CLOZE_ITEMS` of ``items``, drawn with ``rng``, kept in the text's order."""
+    if len(items) <= CLOZE_ITEMS:
+        return items
+    keep = sorted(rng.sample(range(len(items)), CLOZE_ITEMS))
+    return [items[i] for i in keep]
+
+
 def write_task(out: Path, name: str, kind: str, rows: list[dict]) -> None:
     data = out / f"{name}.jsonl"
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
@@ -157,9 +209,11 @@ def build_tasks(out: Path) -> dict[str, int]:
     numbers = [c for c in NUMBER_CLASSES if c != "convert"]
     tasks = {
         "nslm_wikitext2": ("rolling", pages(articles)),
+        "nslm_wikitext2_text": ("rolling", [{"page": whole_test()}]),
         "nslm_ewt": ("rolling", ewt_pages(data_dir)),
-        "nslm_number_cloze": ("choice", cloze_items(articles, classes, numbers, rng)),
+        "nslm_number_cloze": ("choice", _draw(cloze_items(articles, classes, numbers, rng), rng)),
         "nslm_conversion": ("choice", cloze_items(articles, classes, ["convert"], rng)),
+        "nslm_year_order": ("choice", year_order_items(articles, classes)),
     }
     for name, (kind, rows) in tasks.items():
         write_task(out, name, kind, rows)

@@ -61,6 +61,8 @@ def card_figures(run_dir: Path, kind: str) -> list[tuple[str, str, float]]:
             out.append(("perplexity" if "ppl" in key else key, key, float(value)))
     if kind == "transformer":
         out += _transformer_figures(run_dir)
+    if kind == "ngram":
+        out += _ngram_figures(run_dir)
     model = _read(run_dir / "model.json")
     for key in ("test_perplexity", "perplexity"):
         if isinstance(model.get(key), (int, float)):
@@ -83,6 +85,17 @@ def _transformer_figures(run_dir: Path) -> list[tuple[str, str, float]]:
             name = f"eval_text bits_per_byte ({model})"
             out.append(("bits_per_byte", name, float(row["bits_per_byte"])))
     return out
+
+
+def _ngram_figures(run_dir: Path) -> list[tuple[str, str, float]]:
+    """Perplexity per row of the n-gram's last ``nslm ngram eval MODEL -o MODEL/eval.json``."""
+    got = _read(run_dir / "eval.json")
+    rows = got.get("rows", {})
+    return [
+        ("perplexity", f"ngram_eval {got.get('split')} perplexity ({name})", float(row["ppl"]))
+        for name, row in (rows.items() if isinstance(rows, dict) else ())
+        if isinstance(row, dict) and isinstance(row.get("ppl"), (int, float))
+    ]
 
 
 def _yaml_string(text: str) -> str:

@@ -224,5 +224,11 @@ def _is_marker(token: str) -> bool:
 
 
 def fit_spelling(corpus: PreparedCorpus) -> SpellingModel:
-    """The spelling model behind ``<unk>``, fitted on the rarest types, outside V."""
-    return SpellingModel.fit(rare_types(corpus)).outside(corpus.vocab.itos)
+    """The spelling model behind ``<unk>``, fitted on the rarest types, outside V; fitted
+    once per corpus object (it depends on the corpus alone, and a text's score asks for it
+    every time)."""
+    fitted = corpus.__dict__.get("_spelling")
+    if fitted is None:
+        fitted = SpellingModel.fit(rare_types(corpus)).outside(corpus.vocab.itos)
+        corpus.__dict__["_spelling"] = fitted
+    return fitted

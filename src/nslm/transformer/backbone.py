@@ -135,6 +135,85 @@ def score_ids(
     return TokenScores(log_probs, hidden, sets, time.perf_counter() - t0)
 
 
+def score_after(
+    model: Any,
+    context: Sequence[int],
+    continuations: Sequence[Sequence[int]],
+    start_id: int,
+    *,
+    token_sets: Sequence[np.ndarray] = (),
+) -> tuple[list[TokenScores], Any]:
+    """:func:`score_ids` of ``context + c`` for each continuation ``c`` (all within one
+    window), reading the context once: its keys and values are kept and the continuations
+    read their own tokens after them, side by side in one batch (right-padded: a causal
+    model's real positions never see the padding). The arrays equal those of one window
+    over the whole text (to float32 rounding). Also returns the keys and values of the
+    start token and the context but its last token (None for an empty context): a
+    :class:`nslm.transformer.generate.MixtureStepper` given them reads that token alone."""
+    import copy
+
+    import torch
+
+    t0 = time.perf_counter()
+    masks = (
+        torch.as_tensor(np.stack([np.asarray(m, dtype=bool) for m in token_sets]))
+        if len(token_sets)
+        else None
+    )
+
+    def scored(states, targets):
+        lsm = model.lm_head(states).float().log_softmax(-1)
+        target = torch.as_tensor(np.asarray(targets, dtype=np.int64))
+        log_probs = lsm.gather(1, target[:, None])[:, 0].double().numpy()
+        sets = np.zeros((len(targets), len(token_sets)), dtype=np.float32)
+        if masks is not None:
+            masked = lsm[:, None, :].masked_fill(~masks[None], float("-inf"))
+            sets = torch.logsumexp(masked, -1).numpy()
+        return log_probs, states.to(torch.float16).numpy(), sets
+
+    with torch.inference_mode():
+        z = torch.as_tensor([[start_id, *context]], dtype=torch.long)
+        kept = None
+        if len(context):  # the context but its last token, then that token
+            head = model.model(input_ids=z[:, :-1], use_cache=True)
+            kept = copy.deepcopy(head.cache)
+            out = model.model(input_ids=z[:, -1:], cache=head.cache, use_cache=True)
+            states = torch.cat([head.last_hidden_state[0], out.last_hidden_state[0]])
+        else:
+            out = model.model(input_ids=z, use_cache=True)
+            states = out.last_hidden_state[0]
+        # row k of states predicts context[k]; the last, what follows the context
+        shared = scored(states[:-1], context)
+        # each continuation's rows: the context's last state, then its own tokens but the last
+        longest = max((len(c) for c in continuations), default=0)
+        later = None
+        if longest > 1:
+            steps = np.zeros((len(continuations), longest - 1), dtype=np.int64)
+            for row, c in enumerate(continuations):
+                if len(c) > 1:
+                    steps[row, : len(c) - 1] = list(c[:-1])
+            cache = out.cache
+            cache.batch_repeat_interleave(len(continuations))
+            later = model.model(input_ids=torch.as_tensor(steps), cache=cache, use_cache=True)
+        results = []
+        for row, c in enumerate(continuations):
+            parts = [shared]
+            if len(c):
+                rows = [states[-1:]]
+                if len(c) > 1:
+                    rows.append(later.last_hidden_state[row, : len(c) - 1])
+                parts.append(scored(torch.cat(rows), c))
+            results.append(
+                TokenScores(
+                    np.concatenate([p[0] for p in parts]),
+                    np.concatenate([p[1] for p in parts]),
+                    np.concatenate([p[2] for p in parts]),
+                    time.perf_counter() - t0,
+                )
+            )
+    return results, kept
+
+
 class _progress:
     """A rich progress bar over tokens (a no-op when disabled)."""
 

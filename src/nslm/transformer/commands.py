@@ -175,17 +175,38 @@ def predict(run: TransformerRun, prompt: str, k: int = 5, beam: int = 16) -> dic
     return out
 
 
-def mixture_parts(run: TransformerRun, text: str, name: str = "text") -> MixtureParts:
-    """A plain text through the Transformer (the pass kept in RUN/scores), ready to be scored
-    alone (``score(None)``) or with the micro-models (``score(run.lams)``)."""
+def mixture_parts(
+    run: TransformerRun, text: str, name: str = "text", *, keep: bool = True
+) -> MixtureParts:
+    """A plain text through the Transformer (the pass kept in RUN/scores unless ``keep`` is
+    false), ready to be scored alone (``score(None)``) or with the micro-models
+    (``score(run.lams)``)."""
     if not text.strip():
         raise NslmError(f"{name}: no text to score")
-    text_pass = score_text(
-        run.bundle, run.corpus, run.members, text, name, cache_dir=run.run_dir / "scores"
-    )
+    cache_dir = run.run_dir / "scores" if keep else None
+    text_pass = score_text(run.bundle, run.corpus, run.members, text, name, cache_dir=cache_dir)
     return MixtureParts(
         text_pass, run.members, run.models, run.head, run.class_names, functions=run.functions
     )
+
+
+def mixture_parts_after(
+    run: TransformerRun, context: str, continuations: list[str]
+) -> tuple[list[MixtureParts], Any] | None:
+    """:func:`mixture_parts` of ``context + c`` for each continuation, the context read once,
+    and the context's keys and values (:func:`nslm.transformer.passes.score_after_context`;
+    None where it cannot be); nothing is kept in RUN/scores."""
+    from nslm.transformer.passes import score_after_context
+
+    got = score_after_context(run.bundle, run.corpus, run.members, context, continuations)
+    if got is None:
+        return None
+    passes, kept = got
+    parts = [
+        MixtureParts(p, run.members, run.models, run.head, run.class_names, functions=run.functions)
+        for p in passes
+    ]
+    return parts, kept
 
 
 def eval_text(run: TransformerRun, text: str, name: str = "text") -> dict[str, Any]:

@@ -15,7 +15,7 @@ from nslm.data.prepare import prepared_cache_root
 from nslm.files.atomic import write_json_atomic
 from nslm.files.json_policy import read_json
 from nslm.functions.documents import corpus_file_documents
-from nslm.functions.model import FunctionModel
+from nslm.functions.model import FunctionModel, code_fingerprint
 
 FUNCTIONS_FILE = "functions.json"
 WEIGHT_GRID = (0.0, 0.2, 0.35, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98)  # λ_f: W = 1 would leave no mass
@@ -24,7 +24,8 @@ WEIGHT_GRID = (0.0, 0.2, 0.35, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98)  # λ_f: W = 1 wo
 def fit_functions(corpus: str, classes: str) -> FunctionModel:
     """Every registered function fitted on ``corpus``'s train as written (the Transformer
     reads every word; no ``<unk>``), chosen on its valid; kept in the prepared-corpus cache
-    (keyed by the corpus's files, their sizes and times, the classes and the functions), as
+    (keyed by the corpus's files, their sizes and times, the classes, the functions and
+    their code), as
     ``nslm check``'s are, so a second run on the same corpus reads it."""
     paths = locate_corpus(corpus)
     names = sorted(FunctionModel().functions)
@@ -32,7 +33,8 @@ def fit_functions(corpus: str, classes: str) -> FunctionModel:
         (str(paths[s]), paths[s].stat().st_size, paths[s].stat().st_mtime_ns)
         for s in ("train", "valid")
     ]
-    key = hashlib.sha256(json.dumps([files, classes, names]).encode()).hexdigest()[:16]
+    fingerprint = code_fingerprint(names)
+    key = hashlib.sha256(json.dumps([files, classes, names, fingerprint]).encode()).hexdigest()[:16]
     cached = prepared_cache_root() / f"functions-{key}.json"
     if cached.is_file():
         return FunctionModel.from_json(read_json(cached), str(cached))

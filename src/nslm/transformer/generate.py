@@ -16,7 +16,9 @@ they filter an LSTM NSLM's marginal over words (:mod:`nslm.generation.nslm_sampl
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -44,10 +46,23 @@ class MixtureStepper:
     """The walk of the mixture over a growing text: ``distribution()`` is the next token's
     log-distribution over the Transformer's vocabulary; ``advance(token)`` appends a token."""
 
-    def __init__(self, run: TransformerRun, prompt: str = "", *, micro: bool = True) -> None:
+    def __init__(
+        self,
+        run: TransformerRun,
+        prompt: str = "",
+        *,
+        micro: bool = True,
+        functions: bool = True,
+        kept: Any = None,
+    ) -> None:
+        """``kept``: the Transformer's keys and values of the start token and the prompt's
+        tokens but the last (:func:`nslm.transformer.backbone.score_after`), read already;
+        the stepper then reads the last token alone."""
         self.run = run
         self.lams = run.lams if micro else {}
-        self.functions = micro and run.functions is not None and any(run.function_weights.values())
+        self.functions = (
+            micro and functions and run.functions is not None and any(run.function_weights.values())
+        )
         tokenizer = run.bundle.checkpoint.tokenizer
         self.ids = [run.bundle.checkpoint.start_id]
         self.ids += tokenizer.encode(prompt, add_special_tokens=False).ids
@@ -60,6 +75,8 @@ class MixtureStepper:
         self._step: tuple[np.ndarray, int | None, Root | None, np.ndarray] | None = None
         # the Transformer's keys and values, the window's start in ids and how far it is read
         self._cache, self._start, self._read = None, 0, 0
+        if kept is not None and len(self.ids) > 1 and self._window_start() == 0:
+            self._cache, self._read = copy.deepcopy(kept), len(self.ids) - 1
 
     def _window_start(self) -> int:
         """Where the scoring pass's window that predicts the next token starts in the ids
@@ -187,11 +204,18 @@ class Sample:
 
 
 def generate(
-    run: TransformerRun, prompt: str, max_tokens: int, sampler: Sampler, *, micro: bool = True
+    run: TransformerRun,
+    prompt: str,
+    max_tokens: int,
+    sampler: Sampler,
+    *,
+    micro: bool = True,
+    functions: bool = True,
 ) -> Sample:
     """Up to ``max_tokens`` Transformer tokens after ``prompt``, drawn from the mixture
-    (``micro=False``: from the Transformer alone); a document boundary ends the text."""
-    stepper = MixtureStepper(run, prompt, micro=micro)
+    (``functions=False``: without the run's functions; ``micro=False``: from the Transformer
+    alone); a document boundary ends the text."""
+    stepper = MixtureStepper(run, prompt, micro=micro, functions=functions)
     start = len(stepper.ids)
     stop = run.bundle.checkpoint.start_id
     log_probs = []

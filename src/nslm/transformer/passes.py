@@ -4,10 +4,10 @@ tokens, their scores, and where each corpus token lies among them; kept on disk.
 :func:`score_text` prepares the plain text with the corpus's rules
 (:func:`nslm.data.fixed_vocab.prepare_text`), tokenizes it with the Transformer's tokenizer,
 runs the pass (:func:`nslm.transformer.backbone.score_ids`) and keeps the arrays in a
-safetensors file named by a hash of everything they depend on (the checkpoint, the text,
-the window, the members' token sets), so a later command reads them instead of
-recomputing. ``max_tokens`` scores a prefix: the text is cut at the last line break before
-that many Transformer tokens.
+safetensors file named by the text's name and a hash of everything they depend on (the
+checkpoint, the text, the window, the members' token sets), so a later command reads them
+instead of recomputing, whatever it names the text. ``max_tokens`` scores a prefix: the
+text is cut at the last line break before that many Transformer tokens.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from nslm.data.fixed_vocab import TextSplit, prepare_text
 from nslm.files.atomic import write_bytes_atomic, write_json_atomic
 from nslm.files.tensors import read_tensors
 from nslm.transformer.alignment import char_spans, token_ranges
-from nslm.transformer.backbone import TokenScores, score_ids
+from nslm.transformer.backbone import TokenScores, score_after, score_ids
 from nslm.transformer.candidates import Members
 
 FORMAT = 1
@@ -91,6 +91,8 @@ def score_text(
     ranges = token_ranges(char_spans(plain, text.strings), offsets, plain)
     key = pass_key(bundle.checkpoint.source, plain, bundle.settings(), members)
     path = cache_dir / f"{name}-{key}.safetensors" if cache_dir is not None else None
+    if path is not None and not path.is_file():  # the same text kept under another name
+        path = next(iter(sorted(cache_dir.glob(f"*-{key}.safetensors"))), path)
     if path is not None and path.is_file():
         scores = _read(path)
     else:
@@ -109,6 +111,37 @@ def score_text(
         if path is not None:
             _write(path, scores)
     return TextPass(name, plain, text, ids, offsets, ranges, scores)
+
+
+def score_after_context(
+    bundle: Any, corpus: PreparedCorpus, members: Members, context: str, continuations: list[str]
+) -> tuple[list[TextPass], Any] | None:
+    """:func:`score_text` of ``context + c`` for each continuation (nothing kept on disk),
+    the context read once, and the context's keys and values
+    (:func:`nslm.transformer.backbone.score_after`); None where that cannot be: the
+    context's tokens are not the first tokens of every whole text, or a whole text is
+    longer than a window."""
+    tokenizer = bundle.checkpoint.tokenizer
+    before = tokenizer.encode(context, add_special_tokens=False).ids
+    wholes = [tokenizer.encode(context + c, add_special_tokens=False) for c in continuations]
+    if any(w.ids[: len(before)] != before or len(w.ids) >= bundle.window for w in wholes):
+        return None
+    scores, kept = score_after(
+        bundle.model,
+        before,
+        [w.ids[len(before) :] for w in wholes],
+        bundle.checkpoint.start_id,
+        token_sets=members.token_sets(),
+    )
+    out = []
+    for c, whole, scored in zip(continuations, wholes, scores, strict=True):
+        plain = context + c
+        offsets = np.asarray(whole.offsets, dtype=np.int64).reshape(-1, 2)
+        text = prepare_text(corpus, plain, name="text", source="text")
+        ranges = token_ranges(char_spans(plain, text.strings), offsets, plain)
+        ids = np.asarray(whole.ids, dtype=np.int64)
+        out.append(TextPass("text", plain, text, ids, offsets, ranges, scored))
+    return out, kept
 
 
 def _write(path: Path, scores: TokenScores) -> None:
