@@ -145,9 +145,8 @@ class NslmLM(LM):
         key = (str(self.model.path), text)
         parts = _passes.get(key)
         if parts is None:
-            parts = _passes[key] = mixture_parts(self.model.run, text, keep=False)
-            if len(_passes) > PASSES_KEPT:
-                _passes.popitem(last=False)
+            parts = mixture_parts(self.model.run, text, keep=False)
+            _keep(_passes, key, parts, PASSES_KEPT)
         return parts
 
     def _transformer_parts_after(self, context: str, continuations: Sequence[str]) -> None:
@@ -163,12 +162,8 @@ class NslmLM(LM):
         if got is None:
             return
         for c, parts in zip(todo, got[0], strict=True):
-            _passes[(run, context + c)] = parts
-        _contexts[(run, context)] = got[1]
-        while len(_passes) > PASSES_KEPT:
-            _passes.popitem(last=False)
-        while len(_contexts) > CONTEXTS_KEPT:
-            _contexts.popitem(last=False)
+            _keep(_passes, (run, context + c), parts, PASSES_KEPT)
+        _keep(_contexts, (run, context), got[1], CONTEXTS_KEPT)
 
     def _transformer_scored(self, text: str):
         return self.model.score_parts(self._transformer_parts(text))
@@ -197,10 +192,7 @@ class NslmLM(LM):
             units = [c.split() for c in continuations]
         written: list = []
         text = context
-        while True:
-            alive = [u for u in units if u[: len(written)] == written and len(u) > len(written)]
-            if not alive:
-                break
+        while _goes_on(units, written):
             top = self.model.predict(text, k=1)
             if not top:
                 break
@@ -237,15 +229,25 @@ class NslmLM(LM):
             kept=_contexts.get((str(self.model.path), context)),
         )
         written: list[int] = []
-        while True:
-            alive = [t for t in targets if t[: len(written)] == written and len(t) > len(written)]
-            if not alive:
-                break
+        while _goes_on(targets, written):
             token = int(np.argmax(stepper.distribution()))
             written.append(token)
-            if any(t[: len(written)] == written and len(t) > len(written) for t in targets):
+            if _goes_on(targets, written):
                 stepper.advance(token)
         return [bool(t) and t == written[: len(t)] for t in targets]
+
+
+def _goes_on(units: Sequence[Sequence], written: Sequence) -> bool:
+    """Whether greedy decoding, having written ``written``, is still inside a continuation
+    that has more units to come."""
+    return any(list(u[: len(written)]) == list(written) and len(u) > len(written) for u in units)
+
+
+def _keep(cache: OrderedDict, key: tuple[str, str], value: Any, bound: int) -> None:
+    """``value`` kept under ``key``, the oldest entries dropped past ``bound``."""
+    cache[key] = value
+    while len(cache) > bound:
+        cache.popitem(last=False)
 
 
 def _byte_of(name: str) -> int:
