@@ -5,6 +5,11 @@
 RUN is a trained NNLM/HNLM run with ``nslm micro fit RUN`` done (micro.json and open.json).
 Writes benchmarks/results/open_vocab.json:
 
+- ``new_mass``: where NSLM-open's new members take their mass from, compared: the open
+  micro-models' escape (from the known members), a share ρ_c of P(<unk> | h) fitted on the
+  training halves (``rho``; nslm.micro.unk_share), or both; per estimator λ and each text's
+  Numbers perplexity, proper and adjusted; ``better_on_valid``: the best on valid Numbers,
+  proper; ``kept``: the one the run's scoring uses, which every other figure here uses;
 - ``escapes``: per open class, the probability that its next member is new (mean over the
   class's validation tokens) and ``how`` it was fitted, with the fitted parameters;
 - ``sums_to_one_enumerated``: per text (WikiText-2 test, EWT), max |Σ − 1| of NSLM-open
@@ -42,6 +47,7 @@ import math
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -54,10 +60,12 @@ from nslm.data.fixed_vocab import prepare_text, prepare_text_file
 from nslm.data.locate import locate_corpus
 from nslm.evaluation.open_report import evaluate_open
 from nslm.evaluation.open_tables import row_masks
+from nslm.evaluation.open_vocab import NEW_MASS
 from nslm.files.atomic import write_json_atomic
 from nslm.generation.open_predict import open_predict_many
 from nslm.micro.logspace import logsumexp
 from nslm.micro.open_enumerated import EnumeratedBase
+from nslm.micro.unk_share import fit_unk_shares
 from nslm.perplexity import perplexity
 from nslm.runs.micro import load_run_micro
 from nslm.runs.open import open_run
@@ -172,19 +180,22 @@ def ppl(log_probs: np.ndarray) -> float:
     return perplexity(finite) if len(finite) else math.nan
 
 
-def enumerated_sums(loaded, scorer, plain, open_models, text, n: int, seed: int = 1) -> dict:
+def enumerated_sums(
+    loaded, scorer, plain, open_models, text, n: int, new_mass: dict, seed: int = 1
+) -> dict:
     """Σ P over every string at ``n`` random positions of a text, with each open class's
     total over its open set taken member by member and its tail bounded analytically
     (nslm.micro.open_sums): NSLM-open (the vocabulary's other readings, plus P(c | h) times
-    each open class's total) and the NNLM (its vocabulary, ``<unk>`` standing for the
-    spelled strings, whose own total the spelling check reports)."""
+    each open class's total, plus, where the kept estimator shares P(<unk> | h) with the new
+    members, P(<unk> | h) · ρ_c times their total) and the NNLM (its vocabulary, ``<unk>``
+    standing for the spelled strings, whose own total the spelling check reports)."""
     from nslm.micro.open_sums import BOX, box_strings, open_totals
 
     split, strings = text.split, list(text.strings)
     positions = np.sort(np.random.default_rng(seed).choice(len(split), n, replace=False))
     names = loaded.corpus.class_names
     feats = scorer.features_at(split, positions)
-    rows, totals, tails = {}, {}, {}
+    rows, totals, tails, new_totals = {}, {}, {}, {}
     for name, mm in plain.items():
         ctx = mm.cls.context(split, positions, mm.context)
         om = open_models.get(name)
@@ -197,6 +208,9 @@ def enumerated_sums(loaded, scorer, plain, open_models, text, n: int, seed: int 
         cache = om.text_cache(split, strings, positions)
         box = None if isinstance(om.base, EnumeratedBase) else box_strings(om)
         totals[name] = open_totals(om, ctx, H, cache, box)
+        # the new members' total: what the known ones leave of the class total, over P(new)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            new_totals[name] = (totals[name] - 1.0) / np.exp(om.log_new_mass(ctx, H, cache)) + 1
         tails[name] = (
             "every member of O_c scored"
             if box is None
@@ -207,7 +221,16 @@ def enumerated_sums(loaded, scorer, plain, open_models, text, n: int, seed: int 
     full = scorer.distribution(feats, plain, names, rows)
     total = np.exp(logsumexp(full.marginal(), axis=1))
     for name, class_total in totals.items():
-        total += np.exp(full.tag[:, names.index(name)]) * class_total
+        if new_mass["kept"] == "unk":  # the known members keep the closed micro-model's
+            total += np.exp(full.tag[:, names.index(name)])
+        else:
+            total += np.exp(full.tag[:, names.index(name)]) * class_total
+    if new_mass["kept"] != "escape":
+        p_unk = np.exp(full.marginal()[:, loaded.corpus.vocab.unk_id])
+        for name, rho in new_mass["rho"].items():
+            # P(<unk>) · [(1 − Σρ) + Σ_c ρ_c · Σ P_new]: the spelled share sums to one
+            if rho > 0:
+                total += p_unk * rho * (new_totals[name] - 1.0)
     with torch.no_grad():
         nnlm = loaded.model.heads["nnlm"].log_dist(feats).double().numpy()
     class_errors = {name: float(np.max(np.abs(t - 1))) for name, t in totals.items()}
@@ -282,6 +305,39 @@ def alternate_names() -> list:
                 "right": cls == "city" and place == city,
             }
         )
+    return out
+
+
+def with_new_mass(evaluation, new_mass: dict):
+    """``evaluation`` with NSLM-open's new members taking their mass as ``new_mass`` says."""
+    names = evaluation.class_names
+    rho = {names.index(c): r for c, r in new_mass["rho"].items()}
+    scores = {
+        text: {m: replace(s, rho=rho, new_mass=new_mass["kept"]) for m, s in per.items()}
+        for text, per in evaluation.scores.items()
+    }
+    return replace(evaluation, scores=scores)
+
+
+def compare_new_mass(evaluation, unk: dict) -> dict:
+    """NSLM-open under each estimator of its new members' mass (the escape, a share ρ_c of
+    P(<unk> | h), both), λ tuned for each on valid Numbers; the one best on valid Numbers
+    (proper) is ``better_on_valid``. Per estimator: Numbers perplexity, proper and adjusted,
+    of each text. ``kept`` is the estimator the run's scoring uses (``nslm eval``, predict,
+    generate): the escape, whichever is better here, until the others reach those paths."""
+    out: dict = {"rho": unk["rho"], "fitted_on": unk, "estimators": {}}
+    for how in NEW_MASS:
+        variant = with_new_mass(evaluation, {"rho": unk["rho"], "kept": how})
+        lam = variant.lambdas("Numbers")["NSLM-open"]
+        figures: dict = {"lambda": lam}
+        for text in evaluation.scores:
+            row = variant.table(text, {"NSLM-open": lam})["NSLM-open"]["Numbers"]
+            figures[text] = {k: row[k] for k in ("ppl_proper", "ppl_adjusted")}
+        out["estimators"][how] = figures
+    out["better_on_valid"] = min(
+        NEW_MASS, key=lambda h: out["estimators"][h]["valid"]["ppl_proper"]
+    )
+    out["kept"] = "escape"
     return out
 
 
@@ -374,8 +430,6 @@ def gain_split(loaded, plain, open_models, spelling, text, evaluation, lams) -> 
 
 def head(text, n: int):
     """A text's first ``n`` tokens, strings and counts with them (a dry run's texts)."""
-    from dataclasses import replace
-
     from nslm.scores.passes import head_of
 
     share = min(1.0, n / max(len(text.split), 1))
@@ -413,9 +467,10 @@ def main() -> None:
     for text in texts.values():
         log(f"scoring {text.describe()}")
     evaluation = evaluate_open(scorer, {"plain": plain}, open_models, spelling, texts, names)
+    new_mass = compare_new_mass(evaluation, fit_unk_shares(corpus.train, names, list(open_models)))
     lams = evaluation.lambdas("Numbers")
-    log(f"λ on valid Numbers (proper): {lams}")
-    result: dict = {"run": str(args.run), "lambdas": lams}
+    log(f"new members' mass: {new_mass['kept']}; λ on valid Numbers (proper): {lams}")
+    result: dict = {"run": str(args.run), "lambdas": lams, "new_mass": new_mass}
     new_rate = evaluation.escapes("valid")
     result["escapes"] = {
         name: {
@@ -431,7 +486,9 @@ def main() -> None:
         for name, om in open_models.items()
     }
     result["sums_to_one_enumerated"] = {
-        name: enumerated_sums(loaded, scorer, plain, open_models, texts[key], args.sum_positions)
+        name: enumerated_sums(
+            loaded, scorer, plain, open_models, texts[key], args.sum_positions, new_mass
+        )
         for name, key in (("wt2_test", "test"), ("ewt", "ewt"))
     }
     per_text = result["sums_to_one_enumerated"]
@@ -476,6 +533,8 @@ def main() -> None:
                 "oov_class_tokens": int(text.oov_class_tokens),
                 "num_ppl_proper": {m: table[m]["Numbers"]["ppl_proper"] for m in MODELS},
                 "num_ppl_adjusted": {m: table[m]["Numbers"]["ppl_adjusted"] for m in MODELS},
+                "rho": new_mass["rho"],
+                "estimator_kept": new_mass["kept"],
                 "tables": figures,
                 "gain_split": gain_split(
                     loaded, plain, open_models, spelling, text, evaluation, lams

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from nslm.data.corpus import PreparedCorpus
 from nslm.data.fixed_vocab import prepare_text
+from nslm.data.split import Split
 from nslm.errors import NslmError
 from nslm.evaluation.open_vocab import OpenScores, open_scores
 from nslm.micro.gated import GatedMixture
@@ -25,6 +26,7 @@ from nslm.micro.number_spellings import class_rule
 from nslm.micro.open_cache import CacheWeight, TextCache, text_cache
 from nslm.micro.open_set import GATED_PARTS, KnownWeight, OpenMicroModel, log_open
 from nslm.micro.pipeline import fit_micro
+from nslm.micro.unk_share import fit_unk_shares
 from nslm.scores.passes import head_of
 from nslm.scores.spelling import fit_spelling
 from nslm.scores.split_scores import SplitScores
@@ -241,6 +243,64 @@ def test_conventions_charge_unk_and_leave_known_tokens_alone() -> None:
     assert scores.scored_open.tolist() == [False, True, False, False, False]
     with pytest.raises(ValueError, match="convention"):
         scores.nnlm("ueberla")
+
+
+def test_the_unk_estimators_share_p_unk_with_the_new_members() -> None:
+    """``unk``: known members keep the closed score, an unseen class token gets P(<unk> | h)
+    · [(1 − Σρ) · P_spell + ρ_c · P_new]; ``escape+unk`` adds the open route to that."""
+    oov = np.array([False, True, False, True])
+    closed = SplitScores(
+        nnlm=np.array([-1.0, -2.0, -3.0, -4.0]),
+        pure=np.array([-1.5, -2.5, -3.5, -4.5]),
+        micro=np.array([np.nan, np.nan, -0.7, np.nan]),
+    )
+    base = OpenScores(
+        closed=closed,
+        open_known=np.array([np.nan, np.nan, -0.9, np.nan]),
+        route=np.array([np.nan, -3.0, np.nan, np.nan]),
+        spell=np.where(oov, -7.0, np.nan),
+        oov=oov,
+        n_oov_types=2,
+        new_share=np.array([np.nan, -1.2, np.nan, np.nan]),
+        rule_class_ids=np.array([0, 1, 1, 0]),
+        rho={1: 0.2, 2: 0.1},
+    )
+    unk = dataclasses.replace(base, new_mass="unk").pure()
+    shared = -2.5 + np.logaddexp(math.log(0.7) - 7.0, math.log(0.2) - 1.2)
+    assert unk[1] == pytest.approx(shared)
+    assert unk[2] == -3.5  # a known member pays nothing
+    assert unk[3] == pytest.approx(-4.5 + math.log(0.7) - 7.0)  # a word: the spelled share
+    both = dataclasses.replace(base, new_mass="escape+unk").pure()
+    assert both[1] == pytest.approx(np.logaddexp(shared, -3.0))
+    assert both[2] == pytest.approx(-3.5 - 0.9 + 0.7)
+    with pytest.raises(ValueError, match="new_mass"):
+        dataclasses.replace(base, new_mass="cache")
+    with pytest.raises(ValueError, match="rho"):
+        dataclasses.replace(base, rho=None, new_mass="unk")
+
+
+def test_rho_is_each_class_share_of_the_tokens_one_half_never_saw() -> None:
+    # articles 0 and 2 are one half, 1 and 3 the other; type 9 is a <year> only in half 1,
+    # type 8 a word only in half 0, type 7 a <year> in both
+    tokens = np.array([1, 7, 8, 1, 7, 9, 9, 1, 2, 7], dtype=np.int32)
+    classes = np.array([0, 1, 0, 0, 1, 1, 1, 0, 0, 1], dtype=np.int16)
+    articles = np.array([0, 0, 0, 1, 1, 1, 1, 2, 3, 3], dtype=np.int32)
+    n = len(tokens)
+    train = Split(
+        "train",
+        tokens,
+        classes,
+        np.full(n, np.nan),
+        np.full((n, 2), np.nan),
+        np.full((n, 3), np.nan),
+        articles,
+        unk_id=0,
+    )
+    got = fit_unk_shares(train, ["word", "year", "city"], ["year", "city"])
+    # new in half 1 (against half 0's types {1, 7, 8}): 9, 9, 2; new in half 0 (against
+    # {1, 7, 9, 2}): 8. Four new tokens, two of them <year>
+    assert got["new_tokens"] == 4
+    assert got["rho"] == {"year": 0.5, "city": 0.0}
 
 
 def test_open_scores_add_the_class_reading_at_unseen_class_tokens(models, loaded, micro) -> None:

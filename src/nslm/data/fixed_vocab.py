@@ -22,7 +22,7 @@ from nslm.data.conversions import unit_map_from_json
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.locate import SPLITS, locate_corpus
 from nslm.data.prepare import encode_tagged
-from nslm.data.tagging import class_names_for, tag_lines
+from nslm.data.tagging import alternate_names_of, class_names_for, tag_lines
 from nslm.data.text import corpus_lines, text_form_of, to_plain
 from nslm.data.textfile import read_text
 from nslm.data.vocab import EOS
@@ -78,7 +78,7 @@ def prepare_text(
         raise NslmError(f"{source}: no text to score")
     form = text_form_of(corpus.meta, corpus.vocab.itos)
     lines = corpus_lines(text, form, input_format)
-    tagged = tag_lines(lines, classes, rules)
+    tagged = tag_lines(lines, classes, rules, alternate_names=alternate_names_of(corpus.meta))
     if all(token == EOS for token in tagged.tokens):  # control characters, marks: no words
         raise NslmError(
             f"{source}: no tokens to score once tokenized (only line breaks, "

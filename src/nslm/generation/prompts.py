@@ -14,7 +14,7 @@ import numpy as np
 from nslm.config import class_rules_of
 from nslm.data.conversions import MAX_TARGET_UNITS, pending_conversion, unit_map_from_json
 from nslm.data.corpus import Split
-from nslm.data.tagging import tag_lines
+from nslm.data.tagging import alternate_names_of, tag_lines
 from nslm.data.text import prompt_line
 from nslm.errors import NslmError
 from nslm.runs.load import LoadedRun
@@ -36,7 +36,8 @@ def prompt_split(
     line = prompt_line(prompt, loaded.text_form, input_format)
     if not line.strip():
         raise NslmError("the prompt has no tokens")
-    tagged = tag_lines([line], cfg.classes, class_rules_of(cfg))
+    naming = alternate_names_of(corpus.meta)
+    tagged = tag_lines([line], cfg.classes, class_rules_of(cfg), alternate_names=naming)
     tokens = tagged.tokens[:-1]  # drop the <eos> tag_lines ends every line with
     classes, values = tagged.classes[:-1], tagged.values[:-1]
     coords = np.column_stack([tagged.lats[:-1], tagged.lons[:-1]]) if tokens else np.zeros((0, 2))

@@ -69,11 +69,17 @@ def open_totals(
 ) -> np.ndarray:
     """(B,): Σ P_open(w | c, ctx) over every member of O_c ∪ V_c at each row (module
     docstring); ``box`` the value class's scored strings, if already listed."""
-    if isinstance(om.base, EnumeratedBase):
-        strings = list(om.base.strings)
-    else:
-        strings = box if box is not None else box_strings(om)
     out = np.empty(len(ctx))
+    if isinstance(om.base, EnumeratedBase):
+        # a listed O_c: every member's column of the row, the cached new members among them
+        # (:meth:`OpenMicroModel.log_prob` reads a string's probability from this same row)
+        for i in range(len(ctx)):
+            one = np.array([i])
+            states = None if H is None else np.asarray(H)[one]
+            log_p = om.log_prob_members(ctx.rows(one), states, _rows(cache, one))
+            out[i] = float(np.exp(logsumexp(log_p[0])))
+        return out
+    strings = box if box is not None else box_strings(om)
     for i in range(len(ctx)):
         cached = sorted(cache.counts[i]) if cache is not None else []
         row_strings = list(dict.fromkeys([*strings, *cached]))

@@ -46,7 +46,7 @@ import torch.nn.functional as F
 from nslm.data.corpus import Split
 from nslm.data.numbers import is_number, number_positions, number_value
 from nslm.data.prepare import split_lines
-from nslm.data.tagging import tag_lines
+from nslm.data.tagging import alternate_names_of, tag_lines
 from nslm.data.textfile import read_text
 from nslm.errors import NslmError
 from nslm.numerals.model import NumeralHead, Targets, numeral_targets
@@ -66,7 +66,9 @@ def split_tokens(loaded: LoadedRun, split: str) -> list[str]:
     cfg = loaded.cfg
     path = locate_corpus(cfg.corpus, download=False)[split]
     rules = tuple(loaded.corpus.class_rules.values())
-    tokens = tag_lines(split_lines(read_text(path)), cfg.classes, rules).tokens
+    naming = alternate_names_of(loaded.corpus.meta)
+    lines = split_lines(read_text(path))
+    tokens = tag_lines(lines, cfg.classes, rules, alternate_names=naming).tokens
     if len(tokens) != len(loaded.corpus.splits[split]):
         raise NslmError(f"{path} does not match the prepared {split} split")
     return tokens
