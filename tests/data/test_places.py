@@ -8,8 +8,9 @@ import pytest
 from helpers import classes_at
 from nslm.data import PreparedCorpus
 from nslm.data.places import _weighted_centroid, chunk_token, load_gazetteer, name_tokens
-from nslm.data.tagging import tag_lines
+from nslm.data.tagging import alternate_names_of, tag_lines
 
+PREPARED_NOW = {"alternate_place_names": True}
 EUROPE = {"lat": (35.0, 61.0), "lon": (-11.0, 30.0)}
 
 
@@ -155,3 +156,17 @@ def test_wikitext2_holds_cities_under_their_former_names(wt2_places: PreparedCor
         assert wt2_places.vocab.stoi[name] in city
     lat, lon = coords_of(wt2_places, "Bombay")
     assert 18.5 < lat < 19.5 and 72.5 < lon < 73.2
+
+
+def test_a_corpus_prepared_before_the_alternate_names_tags_text_as_it_did() -> None:
+    # a run keeps its corpus's metadata: one without the key was tagged by main names only,
+    # and its vocabulary holds "Bombay" as a word, so a text scored with it must agree
+    line = [" from Bombay to Mumbai . "]
+    old = tag_lines(line, "places", alternate_names=alternate_names_of({}))
+    new = tag_lines(line, "places", alternate_names=alternate_names_of(PREPARED_NOW))
+    assert [c for c in old.classes if c != "word"] == ["city"]
+    assert [c for c in new.classes if c != "word"] == ["city", "city"]
+
+
+def test_a_corpus_prepared_now_records_its_naming(wt2_places: PreparedCorpus) -> None:
+    assert alternate_names_of(wt2_places.meta)
