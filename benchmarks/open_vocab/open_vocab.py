@@ -23,6 +23,9 @@ Writes benchmarks/results/open_vocab.json:
   former names), each tagged in a sentence: the class and place it got and whether it is right;
 - ``cross_class_prompts``: prompts whose next number's reference is a number of another
   class, the ten likeliest numbers and whether a new one lies within 20% of it;
+  ``cross_class_train_rates``: how often training text bears that reference out, per value
+  class (how many of its tokens have one, and of those how many lie within 20% of it, are
+  new to the other half of the articles, or both);
   ``spelling_check``: the spelling model's next-symbol sums and its least P(end), which
   make its total over all strings one;
 - ``unseen_wt2``: WikiText-2 test's class tokens unseen in training, per class and in total,
@@ -341,6 +344,44 @@ def compare_new_mass(evaluation, unk: dict) -> dict:
     return out
 
 
+def cross_class_rates(train, open_models) -> dict:
+    """How often WikiText-2 train bears out the cross-class reference, per value class: of
+    its tokens, the share with a previous quantity of another class in the class's range
+    (``with_reference``), and among those the share within 20% of it (``near``), new to the
+    other half of the articles (``new``), and both (``new_and_near``), with ``new`` where
+    there is no such reference beside it."""
+    from nslm.micro.open_values import ValueBase
+
+    halves = train.article_ids % 2
+    out = {}
+    for name, om in open_models.items():
+        if not isinstance(om.base, ValueBase) or om.base.quantity_range is None:
+            continue
+        positions, _ = om.cls.positions(train)
+        ctx = om.cls.context(train, positions, om.micro.context)
+        lo, hi = om.base.quantity_range
+        quantity = np.asarray(ctx.quantity_value, float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            log_q = np.log10(np.where(quantity > 0, quantity, np.nan))
+            has = (log_q >= lo) & (log_q <= hi) & (quantity != ctx.prev_value)
+            near = has & (np.abs(train.values[positions] - quantity) <= 0.2 * quantity)
+        new = np.zeros(len(positions), dtype=bool)
+        for h in (0, 1):
+            seen = np.zeros(int(train.token_ids.max()) + 1, dtype=bool)
+            seen[train.token_ids[halves == h]] = True
+            other = halves[positions] != h
+            new[other] = ~seen[train.token_ids[positions[other]]]
+        out[name] = {
+            "tokens": len(positions),
+            "with_reference": float(has.mean()),
+            "near": float(near[has].mean()),
+            "new": float(new[has].mean()),
+            "new_and_near": float((new & near)[has].mean()),
+            "new_without_reference": float(new[~has].mean()),
+        }
+    return out
+
+
 def unseen(evaluation, lams, text) -> dict:
     """Proper perplexity at the class tokens outside the training vocabulary."""
     s = evaluation.scores["test"]["plain"]
@@ -546,6 +587,7 @@ def main() -> None:
     result["prompts"] = prompts
     result["alternate_names"] = alternate_names()
     result["cross_class_prompts"] = cross_class(loaded, plain, open_models, lams["NSLM-open"])
+    result["cross_class_train_rates"] = cross_class_rates(corpus.train, open_models)
     # per prompt: is the likeliest year in (Y, Y + 10]? (the detail: Y and that year)
     result["year_after_new"] = {p: v["after"] for p, v in after.items()}
     result["year_after_new_detail"] = after
