@@ -175,3 +175,40 @@ def test_the_offline_tasks_are_built_from_the_data_and_run(tiny_nslm_run, tmp_pa
     )
     acc = out["results"]["nslm_number_cloze"]["acc,none"]
     assert 0.0 <= acc <= 1.0
+
+
+def test_the_lm_eval_command_runs_a_local_task_on_a_run(tiny_nslm_run, tmp_path) -> None:
+    """``nslm lm-eval run --model nslm …`` as a new user types it: exit 0 and lm-eval's
+    table, whose bits per byte is the run's own proper score."""
+    import json
+    import subprocess
+    import sys
+
+    data = tmp_path / "docs.jsonl"
+    data.write_text(json.dumps({"page": TEXT}) + "\n", encoding="utf-8")
+    (tmp_path / "task.yaml").write_text(
+        "task: tiny_page\n"
+        "dataset_path: json\n"
+        f"dataset_kwargs:\n  data_files:\n    test: {data}\n"
+        "test_split: test\n"
+        "output_type: loglikelihood_rolling\n"
+        'doc_to_text: ""\n'
+        'doc_to_target: "{{page}}"\n'
+        "metric_list:\n  - metric: bits_per_byte\n"
+        "metadata:\n  version: 1.0\n",
+        encoding="utf-8",
+    )
+    command = [
+        *(sys.executable, "-m", "nslm", "lm-eval", "run", "--model", "nslm"),
+        *("--model_args", f"run={tiny_nslm_run},micro=none", "--tasks", "tiny_page"),
+        *("--include_path", str(tmp_path), "--output_path", str(tmp_path / "out")),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    row = next(line for line in done.stdout.splitlines() if "bits_per_byte" in line)
+    from nslm.lm_eval import NslmLM
+
+    lm = NslmLM(run=str(tiny_nslm_run), micro="none")
+    want = lm.model.score(TEXT).nats / math.log(2) / len(TEXT.encode("utf-8"))
+    shown = float(row.split("|")[7])
+    assert shown == pytest.approx(want, rel=5e-4)  # the table prints four significant digits

@@ -95,7 +95,7 @@ def split_numbers(line: str) -> str:
 
 @functools.cache
 def _place_names() -> frozenset[str]:
-    return frozenset(place.name for place in load_gazetteer().by_tokens.values())
+    return frozenset(place.name for place in load_gazetteer().places())
 
 
 def line_tokens(tagged: TaggedText) -> list[list[str]]:
