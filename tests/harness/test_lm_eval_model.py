@@ -99,31 +99,39 @@ def test_a_byte_lms_greedy_continuation_is_its_likeliest_bytes(tiny_byte_run) ->
         assert log_prob == pytest.approx(alone, rel=1e-12)
 
 
-def test_lm_evals_evaluator_drives_it_on_a_local_task(tiny_nslm_run, tmp_path) -> None:
-    """simple_evaluate with a task built from a local JSON file (no hub): word perplexity and
-    bits per byte as lm-eval defines them, from nslm's proper scores."""
+def rolling_task(folder, name: str, pages: list[str], metrics: tuple[str, ...]) -> None:
+    """An lm-eval task ``name`` in ``folder`` (for --include_path): ``pages`` as a local
+    JSON file (no hub), each scored whole (loglikelihood_rolling) with ``metrics``."""
     import json
 
-    import lm_eval
-    from lm_eval.tasks import TaskManager
-
-    from nslm.lm_eval import NslmLM
-
-    data = tmp_path / "docs.jsonl"
-    pages = [TEXT, "In 1990 , the town had 1,200 people .\n"]
+    data = folder / f"{name}.jsonl"
     data.write_text("".join(json.dumps({"page": p}) + "\n" for p in pages), encoding="utf-8")
-    (tmp_path / "task.yaml").write_text(
-        "task: tiny_pages\n"
+    listed = "".join(f"  - metric: {m}\n" for m in metrics)
+    (folder / f"{name}.yaml").write_text(
+        f"task: {name}\n"
         "dataset_path: json\n"
         f"dataset_kwargs:\n  data_files:\n    test: {data}\n"
         "test_split: test\n"
         "output_type: loglikelihood_rolling\n"
         'doc_to_text: ""\n'
         'doc_to_target: "{{page}}"\n'
-        "metric_list:\n  - metric: word_perplexity\n  - metric: bits_per_byte\n"
+        f"metric_list:\n{listed}"
         "metadata:\n  version: 1.0\n",
         encoding="utf-8",
     )
+
+
+def test_lm_evals_evaluator_drives_it_on_a_local_task(tiny_nslm_run, tmp_path) -> None:
+    """simple_evaluate with a task built from a local JSON file (no hub): word perplexity and
+    bits per byte as lm-eval defines them, from nslm's proper scores."""
+
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from nslm.lm_eval import NslmLM
+
+    pages = [TEXT, "In 1990 , the town had 1,200 people .\n"]
+    rolling_task(tmp_path, "tiny_pages", pages, ("word_perplexity", "bits_per_byte"))
     lm = NslmLM(run=str(tiny_nslm_run), micro="none")
     out = lm_eval.simple_evaluate(
         model=lm,
@@ -180,24 +188,10 @@ def test_the_offline_tasks_are_built_from_the_data_and_run(tiny_nslm_run, tmp_pa
 def test_the_lm_eval_command_runs_a_local_task_on_a_run(tiny_nslm_run, tmp_path) -> None:
     """``nslm lm-eval run --model nslm …`` as a new user types it: exit 0 and lm-eval's
     table, whose bits per byte is the run's own proper score."""
-    import json
     import subprocess
     import sys
 
-    data = tmp_path / "docs.jsonl"
-    data.write_text(json.dumps({"page": TEXT}) + "\n", encoding="utf-8")
-    (tmp_path / "task.yaml").write_text(
-        "task: tiny_page\n"
-        "dataset_path: json\n"
-        f"dataset_kwargs:\n  data_files:\n    test: {data}\n"
-        "test_split: test\n"
-        "output_type: loglikelihood_rolling\n"
-        'doc_to_text: ""\n'
-        'doc_to_target: "{{page}}"\n'
-        "metric_list:\n  - metric: bits_per_byte\n"
-        "metadata:\n  version: 1.0\n",
-        encoding="utf-8",
-    )
+    rolling_task(tmp_path, "tiny_page", [TEXT], ("bits_per_byte",))
     command = [
         *(sys.executable, "-m", "nslm", "lm-eval", "run", "--model", "nslm"),
         *("--model_args", f"run={tiny_nslm_run},micro=none", "--tasks", "tiny_page"),

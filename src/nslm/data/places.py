@@ -157,9 +157,8 @@ class Gazetteer:
     def match_at(self, tokens: list[str], i: int) -> tuple[Place, int] | None:
         """The longest place name starting at ``tokens[i]``, with its length in tokens."""
         for run in self._by_first.get(tokens[i], ()):
-            if tuple(tokens[i : i + len(run)]) != run:
-                continue
-            return self.by_tokens.get(run) or self.alternates[run], len(run)
+            if tuple(tokens[i : i + len(run)]) == run:
+                return self.by_tokens.get(run) or self.alternates[run], len(run)
         return None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,17 +82,12 @@ def name_shares(places: list, cand: Candidates) -> np.ndarray:
     """The share of its city's prior each name gets: a city is written under an alternate
     name (``Bombay``) a fraction α of the time, estimated from the class's training tokens
     with add-one smoothing, and α is spread evenly over the city's alternate names."""
-    alternate = np.array([bool(p.known_as) for p in places])
-    if not alternate.any():
+    alternates = {chunk_token(p.name) for p in places if p.known_as}
+    if not alternates:
         return np.ones(len(places))
-    written = dict(zip(cand.strings, cand.counts, strict=True))
-    is_alt = {chunk_token(p.name): bool(p.known_as) for p in places}
-    alt_tokens = sum(n for s, n in written.items() if is_alt.get(s, False))
-    alpha = (alt_tokens + 1.0) / (sum(written.values()) + 2.0)
-    per_city: dict[str, int] = {}
-    for p in places:
-        if p.known_as:
-            per_city[p.known_as] = per_city.get(p.known_as, 0) + 1
+    alt_tokens = sum(n for s, n in zip(cand.strings, cand.counts, strict=True) if s in alternates)
+    alpha = (alt_tokens + 1.0) / (float(cand.counts.sum()) + 2.0)
+    per_city = Counter(p.known_as for p in places if p.known_as)
     return np.array([alpha / per_city[p.known_as] if p.known_as else 1.0 - alpha for p in places])
 
 
