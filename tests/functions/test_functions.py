@@ -241,3 +241,34 @@ def test_on_wikitext_2_conversions_are_mostly_computed_right(data_dir: Path) -> 
     tokens = tokens_of("The speed rose by 0.5 knots ( 0.93 km / h ;")
     (firing,) = model.firings(tokens, len(tokens))
     assert "0.93" not in firing.probs and max(firing.probs, key=firing.probs.get) == "0.58"
+    # an article keeps its way of writing a conversion: β_doc is chosen on valid, and on
+    # test the strings written where the article wrote that style before get likelier
+    assert model.document_prior["convert"] is not None
+    assert model.document_selection["convert"]["valid_positions"] >= 100
+    with_doc = without = 0.0
+    for ref, earlier, text in model._document_cases(
+        corpus_file_documents(root / "test.txt", "none")
+    )["convert"]:
+        with_doc += math.log(model.writing_probs(ref, earlier)[text])
+        without += math.log(model.writing_probs(ref)[text])
+    assert with_doc > without + 20  # nats, over the ~300 test positions
+
+
+def test_a_document_keeps_its_way_of_writing_a_conversion(model: FunctionModel) -> None:
+    text = "The road ran 12.5 miles ( 20.1 km ) north . The trail ran 14.5 miles ("
+    tokens = tokens_of(text)
+    (ref,) = [r for r in model.references(tokens, len(tokens)) if r.function == "convert"]
+    earlier = model.earlier_keys(tokens, len(tokens), ref)
+    assert earlier and set(earlier) <= {o.key for o in ref.options}  # the keys writing 20.1
+    written_before = {o.text for o in ref.options if o.key in earlier}
+    plain = model.writing_probs(ref)
+    kept = model.writing_probs(ref, earlier, beta_doc=1.0)
+    assert sum(kept.values()) == pytest.approx(1.0, abs=1e-12)
+    assert sum(kept[t] for t in written_before) > sum(plain[t] for t in written_before) + 0.15
+    before, after = model.key_probs(ref), model.key_probs(ref, earlier, beta_doc=1.0)
+    seen = sum(earlier.values())
+    for key, p in before.items():  # P_doc(k) = (d(k) + β_doc P_L(k)) / (d + β_doc)
+        assert after[key] == pytest.approx((earlier.get(key, 0.0) + p) / (seen + 1.0), rel=1e-12)
+    other = tokens_of("The road ran 12.5 miles ( 20.1 km ) north . The beam was 28.65 metres (")
+    (far,) = [r for r in model.references(other, len(other)) if r.function == "convert"]
+    assert not model.earlier_keys(other, len(other), far)  # another unit: another style

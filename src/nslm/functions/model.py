@@ -10,19 +10,34 @@ number (a number written by several keys shares its count among them), smoothed 
 reference's conditions, coarse to fine (a Dirichlet prior at each level from the level
 before; add-α at the top):
 
-    P_0(k) = (n_0(k) + α) / (n_0 + α |K|),    P_l(k) = (n_l(k) + β P_{l−1}(k)) / (n_l + β); and
+    P_0(k) = (n_0(k) + α) / (n_0 + α |K|),    P_l(k) = (n_l(k) + β P_{l−1}(k)) / (n_l + β)
+
+and, last, the document's own habit: the keys that wrote this function's earlier results of
+the same style in the document (``Reference.style``; counts d(k), within
+:data:`DOCUMENT_WINDOW` tokens) with the training text's P_L as their prior,
+
+    P_doc(k) = (d(k) + β_doc P_L(k)) / (d + β_doc),
+
+β_doc chosen on valid (a cache over the writing, as the paper's cache model is over words;
+none where it does not help there); and
 
     π_f(context) = σ(b + θ · x(context))
 
 the *confidence*, a logistic regression on the words of the ten tokens before i and the
-function's own features, fitted on the training positions where f fires, labelled by
-whether the text wrote one of r's strings. Demeter & Downey's micro-model (paper Eq. 1)
-with the previous value replaced by f(context); the selection on valid (paper, "Micro-
-Models") chooses the logistic's L2 strength and whether it beats a constant π.
+function's own features, fitted on the training positions where f fires and the text
+writes a number, labelled by whether it wrote one of r's strings: π is P(the number is
+f's result | a number comes here), as a micro-model is P(w | c) given its class (after
+"ended in" a year comes one time in ten, and is a year after the sentence's one time in
+two). Demeter & Downey's micro-model (paper Eq. 1) with the previous value replaced by
+f(context); the selection on valid (paper, "Micro-Models") chooses the logistic's L2
+strength and whether it beats a constant π.
 
-A host model (the LSTM NSLM, the Transformer, ``nslm check``'s background) then mixes
+A host model then mixes the functions into its numbers, with π̃ = π / max(1, Σ π):
 
-    P(w | h) = Σ_f π̃_f · P_f(w | r_f) + (1 − Σ_f π̃_f) · P_host(w | h),   π̃ = π / max(1, Σ π)
+    P(w | number, h) = Σ_f π̃_f · P_f(w | r_f) + (1 − Σ_f π̃_f) · P_host(w | number, h)
+
+within a number class in the LSTM NSLM (:mod:`nslm.functions.micro`), and over the
+Transformer with π scaled by λ_f · P(a number | h) (:mod:`nslm.transformer.sites`).
 """
 
 from __future__ import annotations
@@ -45,8 +60,11 @@ CONTEXT_WORDS = 10  # tokens before the position that the confidence reads
 C_GRID = tuple(10.0**k for k in range(-3, 4))  # the logistic's inverse L2 strength
 MAX_WIDENINGS = 3
 MIN_VALID = 30  # validation positions (with both labels) below which folds of train decide
+DOCUMENT_WINDOW = 3000  # tokens back in which a document's earlier writing is read
+DOCUMENT_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # β_doc: widened past an edge
 FOLDS = 5
-VERSION = 1
+VERSION = 2  # 2: π is a share of the numbers written, and the document's habit is read
+READABLE = (1, 2)  # a version-1 file (π a share of every position) still reads as it was fitted
 
 
 def context_features(tokens: Sequence[str], i: int, ref: Reference) -> dict[str, float]:
@@ -143,6 +161,9 @@ class FunctionModel:
         # the forms of what the text wrote where f fired and was not right (``nslm check``)
         self.other_forms: dict[str, dict[str, float]] = {}
         self.check: dict[str, Any] = {}  # nslm check's threshold τ and its evidence
+        # β_doc per function (None: the document's writing is not read) and its evidence
+        self.document_prior: dict[str, float | None] = {}
+        self.document_selection: dict[str, dict[str, Any]] = {}
         self.fitted_on: dict[str, Any] = {}
 
     # -- what fires ----------------------------------------------------------------------
@@ -155,8 +176,23 @@ class FunctionModel:
                 out.append(ref)
         return out
 
-    def writing_probs(self, ref: Reference) -> dict[str, float]:
-        """P_f(w | r) over the strings r offers (sums to one)."""
+    def writing_probs(
+        self, ref: Reference, earlier: Counter | None = None, beta_doc: float | None = None
+    ) -> dict[str, float]:
+        """P_f(w | r) over the strings r offers (sums to one); ``earlier``: the keys the
+        document wrote before (:meth:`earlier_keys`), read with ``beta_doc`` (default: the
+        β_doc chosen on valid)."""
+        keys = self.key_probs(ref, earlier, beta_doc)
+        probs: dict[str, float] = defaultdict(float)
+        for option in ref.options:
+            probs[option.text] += keys[option.key]
+        return dict(probs)
+
+    def key_probs(
+        self, ref: Reference, earlier: Counter | None = None, beta_doc: float | None = None
+    ) -> dict[str, float]:
+        """P(k | r) over the keys r offers (the module docstring's P_doc, or P_L where the
+        document has written none of them)."""
         table = self.writing.get(ref.function, {})
         counts, keys = table.get("counts", {}), table.get("keys", [])
         offered = [o.key for o in ref.options]
@@ -169,23 +205,47 @@ class FunctionModel:
             n = sum(level.values())
             prior = {k: (level.get(k, 0.0) + BETA * p) / (n + BETA) for k, p in prior.items()}
         total = sum(prior.values())
-        probs: dict[str, float] = defaultdict(float)
-        for option in ref.options:
-            probs[option.text] += prior[option.key] / total
-        return dict(probs)
+        keys = {k: p / total for k, p in prior.items()}
+        beta = self.document_prior.get(ref.function) if beta_doc is None else beta_doc
+        seen = sum(earlier.get(k, 0.0) for k in keys) if earlier else 0.0
+        if beta is None or seen <= 0:
+            return keys
+        return {k: (earlier.get(k, 0.0) + beta * p) / (seen + beta) for k, p in keys.items()}
+
+    def earlier_keys(self, tokens: Sequence[str], i: int, ref: Reference) -> Counter:
+        """The keys that wrote the function's earlier results of ``ref``'s style in the
+        document (the :data:`DOCUMENT_WINDOW` tokens before ``i``); empty where ``ref`` has
+        no style."""
+        out: Counter = Counter()
+        if not ref.style:
+            return out
+        function = self.functions[ref.function]
+        for j in range(max(1, i - DOCUMENT_WINDOW), i):
+            if not is_number(tokens[j]):
+                continue
+            before = function.reference(tokens, j)
+            if before is None or before.style != ref.style:
+                continue
+            wrote = [o.key for o in before.options if o.text == tokens[j]]
+            for key in wrote:
+                out[key] += 1 / len(wrote)
+        return out
 
     def firings(self, tokens: Sequence[str], i: int) -> list[Firing]:
         out = []
         for ref in self.references(tokens, i):
             confidence = self.confidence.get(ref.function)
             pi = confidence(context_features(tokens, i, ref)) if confidence is not None else 0.5
-            out.append(Firing(ref, pi, self.writing_probs(ref)))
+            earlier = (
+                self.earlier_keys(tokens, i, ref) if self.document_prior.get(ref.function) else None
+            )
+            out.append(Firing(ref, pi, self.writing_probs(ref, earlier)))
         return out
 
     def form_posterior(self, firing: Firing, form: str) -> float:
         """P(the function's value | the context, a number written in ``form``): Bayes
-        between the function (π · P_f(form)) and what else its trigger was followed by in
-        training (the forms written where it was not right, add-α)."""
+        between the function (π · P_f(form)) and the other numbers its trigger was followed
+        by in training (their forms, add-α)."""
         function = self.functions[firing.reference.function]
         own = sum(
             p for text, p in firing.probs.items() if function.form(text, firing.reference) == form
@@ -225,7 +285,68 @@ class FunctionModel:
         for name, rows in train_rows.items():
             held = valid_rows.get(name, [])
             self.confidence[name], self.selection[name] = choose_confidence(rows, held)
+        self._choose_document_priors(valid)
         return self
+
+    def _document_cases(
+        self, documents: Sequence[Sequence[str]]
+    ) -> dict[str, list[tuple[Reference, Counter, str]]]:
+        """Per function: (reference, the document's earlier keys, the string written) where
+        it was right and its document had written a result of the same style before."""
+        cases: dict[str, list[tuple[Reference, Counter, str]]] = defaultdict(list)
+        for _, tokens, i in documents_positions(documents):
+            if not is_number(tokens[i]):
+                continue
+            for ref in self.references(tokens, i):
+                if ref.style and tokens[i] in ref.texts():
+                    earlier = self.earlier_keys(tokens, i, ref)
+                    if earlier:
+                        cases[ref.function].append((ref, earlier, tokens[i]))
+        return cases
+
+    def _choose_document_priors(self, valid: Sequence[Sequence[str]]) -> None:
+        """β_doc per function whose references have a style: the one of
+        :data:`DOCUMENT_GRID` (widened past an edge) with the highest mean log P_f of the
+        written string at ``valid``'s positions where the function was right and the
+        document had written a result of that style before; none where that does not beat
+        reading no document, or valid has fewer than :data:`MIN_VALID` such positions."""
+        cases = self._document_cases(valid)
+        for name in self.functions:
+            rows = cases.get(name, [])
+            self.document_prior[name] = None
+            if len(rows) < MIN_VALID:
+                if rows:
+                    self.document_selection[name] = {"valid_positions": len(rows), "kept": None}
+                continue
+
+            def mean_log(beta: float | None, rows=rows) -> float:
+                return float(
+                    np.mean(
+                        [
+                            math.log(self.writing_probs(ref, earlier if beta else None, beta)[text])
+                            for ref, earlier, text in rows
+                        ]
+                    )
+                )
+
+            tried = {beta: mean_log(beta) for beta in DOCUMENT_GRID}
+            for _ in range(MAX_WIDENINGS):
+                best = max(tried, key=tried.get)
+                if best not in (min(tried), max(tried)):
+                    break
+                wider = best / 2 if best == min(tried) else best * 2
+                tried[wider] = mean_log(wider)
+            best = max(tried, key=tried.get)
+            without = mean_log(None)
+            kept = best if tried[best] > without else None
+            self.document_prior[name] = kept
+            self.document_selection[name] = {
+                "valid_positions": len(rows),
+                "mean_log_p": {f"{b:g}": round(v, 6) for b, v in sorted(tried.items())},
+                "mean_log_p_without": round(without, 6),
+                "kept": kept,
+                "at_grid_edge": kept is not None and kept in (min(tried), max(tried)),
+            }
 
     def _samples(
         self, documents: Sequence[Sequence[str]], count_writing: bool
@@ -235,6 +356,8 @@ class FunctionModel:
         forms: dict[str, Counter] = defaultdict(Counter)
         samples: dict[str, list[Sample]] = defaultdict(list)
         for _, tokens, i in documents_positions(documents):
+            if not is_number(tokens[i]):  # π is the function's share of the numbers written
+                continue
             for ref in self.references(tokens, i):
                 wrote = [o.key for o in ref.options if o.text == tokens[i]]
                 samples[ref.function].append(Sample(context_features(tokens, i, ref), bool(wrote)))
@@ -271,6 +394,8 @@ class FunctionModel:
                     else None,
                     "selection": self.selection.get(name, {}),
                     "other_forms": self.other_forms.get(name, {}),
+                    "document_prior": self.document_prior.get(name),
+                    "document_selection": self.document_selection.get(name, {}),
                 }
                 for name, function in self.functions.items()
             },
@@ -278,7 +403,7 @@ class FunctionModel:
 
     @classmethod
     def from_json(cls, data: dict[str, Any], source: str = "functions.json") -> FunctionModel:
-        if not isinstance(data, dict) or data.get("version") != VERSION:
+        if not isinstance(data, dict) or data.get("version") not in READABLE:
             raise NslmError(f"{source}: not a functions file of version {VERSION}")
         try:
             entries = data["functions"]
@@ -300,6 +425,9 @@ class FunctionModel:
                 model.selection[name] = dict(entry.get("selection", {}))
                 forms = entry.get("other_forms", {})
                 model.other_forms[name] = {str(k): float(n) for k, n in forms.items()}
+                beta = entry.get("document_prior")
+                model.document_prior[name] = None if beta is None else float(beta)
+                model.document_selection[name] = dict(entry.get("document_selection", {}))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise NslmError(
                 f"{source}: malformed functions file ({type(exc).__name__}: {exc})"

@@ -19,6 +19,7 @@ from nslm.data.text import to_plain
 from nslm.data.textfile import read_text
 from nslm.errors import NslmError
 from nslm.micro.store import load_micro_models
+from nslm.transformer.class_head import StartMass, start_token_sets
 from nslm.transformer.fit import (
     FIT_FILE,
     MICRO_FILE,
@@ -74,11 +75,43 @@ def fit_transformer_run(
             max_tokens=limit,
             progress=progress,
         )
-    names = tuple(corpus.class_names)
     models = fit_micro_models(run_dir, corpus)
-    head = fit_head(run_dir, passes["train"], names)
-    payload = fit_weights(run_dir, passes["valid"], passes["train"], members, models, head, names)
+    return fit_above(run_dir, bundle, corpus, members, models, passes, progress)
+
+
+def fit_above(run_dir: Path, bundle, corpus, members, models, passes, progress: bool) -> dict:
+    """The class head (on h alone or reading the Transformer's start masses too, chosen on
+    valid), λ_c and the functions, from the train and valid prefixes' ``passes``."""
+    names = tuple(corpus.class_names)
+    size = int(bundle.checkpoint.config["vocab_size"])
+    starts = StartMass(bundle.model.lm_head.weight, start_token_sets(members, names[1:], size))
+    head, choice = fit_head(run_dir, passes["train"], names, passes["valid"], starts)
+    payload = fit_weights(
+        run_dir, passes["valid"], passes["train"], members, models, head, names, head_choice=choice
+    )
     return {**payload, "functions": fit_run_functions(run_dir, progress)}
+
+
+def refit_transformer_run(run_dir: Path, progress: bool = True) -> dict[str, Any]:
+    """Fit a Transformer run's class head, λ_c and functions again, on the passes it was
+    fitted on (read back from RUN/scores) and its own micro-models and members: what
+    :func:`fit_transformer_run` does after scoring, for a run fitted by an earlier version."""
+    run = open_transformer_run(Path(run_dir), functions=False)
+    cfg = run.config
+    passes = {
+        split: score_text(
+            run.bundle,
+            run.corpus,
+            run.members,
+            corpus_plain(cfg["corpus"], split, 4000 if split == "train" else 0),
+            split,
+            cache_dir=run.run_dir / "scores",
+            max_tokens=cfg[f"fit_{split}_tokens"],
+            progress=progress,
+        )
+        for split in ("valid", "train")
+    }
+    return fit_above(run.run_dir, run.bundle, run.corpus, run.members, run.models, passes, progress)
 
 
 def keep_corpus(run_dir: Path, corpus) -> None:
@@ -137,7 +170,7 @@ def open_transformer_run(run_dir: Path, functions: bool = True) -> TransformerRu
         corpus=corpus,
         members=members_for(bundle, corpus),
         models=models,
-        head=load_head(run_dir, names),
+        head=load_head(run_dir, names, bundle.model.lm_head.weight),
         lams={k: float(v) for k, v in fitted["lambdas"].items()},
         functions=kept[0] if kept else None,
         function_weights=kept[1] if kept else {},

@@ -16,7 +16,7 @@ from nslm.data.corpus import PreparedCorpus
 from nslm.files.atomic import write_bytes_atomic, write_json_atomic
 from nslm.micro.model import MicroModel
 from nslm.micro.store import load_micro_models, write_micro_json
-from nslm.transformer.class_head import ClassHead
+from nslm.transformer.class_head import ClassHead, StartMass
 from nslm.transformer.passes import TextPass
 from nslm.transformer.scoring import MixtureParts, fit_lambdas, labels_of
 
@@ -44,12 +44,37 @@ def fit_micro_models(
     return load_micro_models(path, corpus)
 
 
-def fit_head(run_dir: Path, train: TextPass, class_names: tuple[str, ...]) -> ClassHead:
+def fit_head(
+    run_dir: Path,
+    train: TextPass,
+    class_names: tuple[str, ...],
+    valid: TextPass | None = None,
+    start_mass: StartMass | None = None,
+) -> tuple[ClassHead, dict[str, Any]]:
+    """The class head on ``train``'s pass, written to RUN/class_head.safetensors. With
+    ``start_mass`` and ``valid``, two heads are fitted on train, one on h alone and one
+    reading the Transformer's start masses too, and the one with the lower cross-entropy
+    on valid is kept. Returns the head and the evidence."""
     from safetensors.torch import save
 
-    head = ClassHead.fit(train.scores.hidden, labels_of(train), class_names[1:])
+    labels = labels_of(train)
+    heads = {"hidden state": ClassHead.fit(train.scores.hidden, labels, class_names[1:])}
+    if start_mass is not None and valid is not None:
+        heads["hidden state + start masses"] = ClassHead.fit(
+            train.scores.hidden, labels, class_names[1:], start_mass=start_mass
+        )
+    evidence: dict[str, Any] = {"inputs": list(heads)}
+    if valid is not None:
+        valid_labels = labels_of(valid)
+        losses = {k: h.nll(valid.scores.hidden, valid_labels) for k, h in heads.items()}
+        evidence["valid_nll"] = losses
+        kept = min(losses, key=losses.get)
+    else:
+        kept = "hidden state"
+    evidence["kept"] = kept
+    head = heads[kept]
     write_bytes_atomic(run_dir / HEAD_FILE, save(head.tensors()))
-    return head
+    return head, evidence
 
 
 def fit_weights(
@@ -61,8 +86,10 @@ def fit_weights(
     head: ClassHead,
     class_names: tuple[str, ...],
     name: str = FIT_FILE,
+    head_choice: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """λ_c on ``valid``; writes and returns ``RUN/transformer.json`` (or ``RUN/name``)."""
+    """λ_c on ``valid``; writes and returns ``RUN/transformer.json`` (or ``RUN/name``), with
+    ``head_choice`` (:func:`fit_head`'s evidence) under "head"."""
     t0 = time.perf_counter()
     parts = MixtureParts(valid, members, models, head, class_names, cache=True)
     lams, best = fit_lambdas(parts)
@@ -83,6 +110,7 @@ def fit_weights(
                 name: int(np.count_nonzero(labels == c + 1))
                 for c, name in enumerate(class_names[1:])
             },
+            **({"choice": head_choice} if head_choice else {}),
         },
         "seconds": time.perf_counter() - t0,
     }
@@ -90,10 +118,13 @@ def fit_weights(
     return payload
 
 
-def load_head(run_dir: Path, class_names: tuple[str, ...]) -> ClassHead:
+def load_head(run_dir: Path, class_names: tuple[str, ...], output: Any = None) -> ClassHead:
+    """RUN/class_head.safetensors; ``output``: the backbone's output layer, which a head
+    that reads the Transformer's start masses needs."""
     from nslm.files.tensors import read_tensors
 
-    return ClassHead.from_tensors(read_tensors(run_dir / HEAD_FILE, "class head"), class_names[1:])
+    tensors = read_tensors(run_dir / HEAD_FILE, "class head")
+    return ClassHead.from_tensors(tensors, class_names[1:], output)
 
 
 def class_states(text_pass: TextPass, models: dict[str, MicroModel]) -> dict[str, np.ndarray]:

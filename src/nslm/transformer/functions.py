@@ -18,7 +18,19 @@ from nslm.functions.documents import corpus_file_documents
 from nslm.functions.model import FunctionModel, code_fingerprint
 
 FUNCTIONS_FILE = "functions.json"
-WEIGHT_GRID = (0.0, 0.2, 0.35, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98)  # λ_f: W = 1 would leave no mass
+WEIGHT_GRID = (
+    0.0,
+    0.05,
+    0.1,
+    0.2,
+    0.35,
+    0.5,
+    0.7,
+    0.8,
+    0.9,
+    0.95,
+    0.98,
+)  # λ_f: W = 1 would leave no mass
 
 
 def fit_functions(corpus: str, classes: str) -> FunctionModel:

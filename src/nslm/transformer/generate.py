@@ -110,7 +110,7 @@ class MixtureStepper:
     def _root_here(self, h: np.ndarray, after: tuple[Spelling, int] | None) -> Root:
         """The root at the text's end: the micro-models' Q and, where the run's functions
         fire there, their strings as members (:mod:`nslm.transformer.functions`)."""
-        from nslm.transformer.sites import prompt_site
+        from nslm.transformer.sites import number_mass, prompt_site
 
         run = self.run
         head_lp = run.head.log_probs(h[None, :])
@@ -122,7 +122,8 @@ class MixtureStepper:
         members = run.members
         site = prompt_site(run, self.text) if self.functions else None
         if site is not None:
-            root = site.root(run.function_weights)
+            number = float(number_mass(head_lp, run.class_names)[0])
+            root = site.root(run.function_weights, number)
             members, log_q, log_keep = root.members, root.log_q(log_q), root.log_keep(log_keep)
         spelling = members.spelling(self.text[-1] if self.text else None)
         return Root(spelling, log_keep, log_q, after, members)

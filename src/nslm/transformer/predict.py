@@ -126,7 +126,7 @@ def next_words(
     (the run's micro-models weighted by its λ_c), and, where the run has functions, of the
     mixture with them (``"functions"``: the functions' strings are members here,
     :mod:`nslm.transformer.functions`)."""
-    from nslm.transformer.sites import prompt_site
+    from nslm.transformer.sites import number_mass, prompt_site
 
     members, head, lams = run.members, run.head, run.lams
     tok = run.bundle.checkpoint.tokenizer
@@ -147,7 +147,8 @@ def next_words(
         name: np.log(lams[name]) + head_lp[class_names.index(name)] + log_mm
         for name, log_mm in micro_at_end(run, prompt, h).items()
     }
-    root = site.root(run.function_weights) if site is not None else None
+    number = float(number_mass(head_lp[None, :], class_names)[0])
+    root = site.root(run.function_weights, number) if site is not None else None
     weight = root.weight if root is not None else 0.0
     words: dict[str, Word] = {}
     for w, text_w in enumerate(local.strings):

@@ -147,9 +147,14 @@ class MixtureParts:
             self.sites = text_sites(
                 functions, members, text.strings, text.split.article_ids, text_pass.ranges
             )
-            every = {name: 1.0 for name in functions.functions}
+            every = {name: 1.0 for name in functions.functions}  # the walk needs the members
+            anywhere = np.ones(len(text_pass.ids))
             self.function_segments = walk(
-                members, text_pass.ids, text_pass.offsets, text_pass.plain, roots(self.sites, every)
+                members,
+                text_pass.ids,
+                text_pass.offsets,
+                text_pass.plain,
+                roots(self.sites, every, anywhere),
             )
         self.head_log_probs = head.log_probs(text_pass.scores.hidden)
         self.contexts = _contexts(text_pass, models)
@@ -173,9 +178,10 @@ class MixtureParts:
         return at
 
     def function_roots(self, function_weights: Mapping[str, float] | None) -> dict:
-        from nslm.transformer.sites import roots
+        from nslm.transformer.sites import number_mass, roots
 
-        return roots(self.sites, function_weights or {})
+        number = number_mass(self.head_log_probs, self.class_names)
+        return roots(self.sites, function_weights or {}, number)
 
     def segments_for(self, function_weights: Mapping[str, float] | None) -> list:
         on = function_weights and any(v > 0 for v in function_weights.values())

@@ -5,8 +5,11 @@ functions' strings, whether or not any class vocabulary holds them (docs/functio
 A function reads the corpus tokens before a word (``nslm.functions``); the word's first
 Transformer token is a root of the mixture's walk (:mod:`nslm.transformer.mixture`), and
 there the functions' strings join the run's members (:meth:`Members.with_strings`) with
-the functions' weight W = Σ π̃ (each π scaled by its λ_f) and their distribution P_fun
-(:meth:`nslm.functions.FunctionModel.mixture`):
+the functions' weight W = Σ π̃ and their distribution P_fun
+(:meth:`nslm.functions.FunctionModel.mixture`). A function's π is its share of the numbers
+written where it fires, so over the Transformer it is scaled by λ_f (fitted on valid) and
+by the class head's P(a number | h) = Σ_{number classes c} P(c | h) at the root:
+π' = λ_f · P(a number | h) · π, and
 
     Q'(w) = (1 − W) · Q(w) + W · P_fun(w),    1 − G' = (1 − W) · (1 − G)
 """
@@ -31,10 +34,13 @@ class Site:
     members: Members
     firings: list[tuple[str, float, dict[str, float]]]
 
-    def mixture(self, scales: dict[str, float]) -> tuple[float, dict[str, float]]:
-        """(W, P_fun) with each function's confidence scaled by its λ_f: π' = λ_f · π,
-        W = Σ π' / max(1, Σ π'), P_fun = Σ π' P_f / Σ π' (as FunctionModel.mixture)."""
-        weights = [(scales.get(name, 0.0) * pi, probs) for name, pi, probs in self.firings]
+    def mixture(
+        self, scales: dict[str, float], number: float = 1.0
+    ) -> tuple[float, dict[str, float]]:
+        """(W, P_fun) with each function's confidence scaled by its λ_f and ``number``, the
+        head's P(a number | h): π' = λ_f · P(a number | h) · π, W = Σ π' / max(1, Σ π'),
+        P_fun = Σ π' P_f / Σ π' (as FunctionModel.mixture)."""
+        weights = [(scales.get(name, 0.0) * number * pi, probs) for name, pi, probs in self.firings]
         total = sum(w for w, _ in weights)
         if total <= 0:
             return 0.0, {}
@@ -44,8 +50,8 @@ class Site:
                 mixed[text] = mixed.get(text, 0.0) + w * p / total
         return total / max(1.0, total), mixed
 
-    def root(self, scales: dict[str, float]) -> FunctionRoot:
-        weight, probs = self.mixture(scales)
+    def root(self, scales: dict[str, float], number: float = 1.0) -> FunctionRoot:
+        weight, probs = self.mixture(scales, number)
         index = {s: k for k, s in enumerate(self.members.strings)}
         kept = {s: p for s, p in probs.items() if s in index}
         total = sum(kept.values())
@@ -101,11 +107,25 @@ def text_sites(
     return out
 
 
-def roots(sites: dict[int, Site], scales: dict[str, float]) -> dict[int, FunctionRoot]:
-    """Each site's :class:`FunctionRoot` with the functions' weights λ_f (none: {})."""
+def number_mass(head_log_probs: np.ndarray, class_names: Sequence[str]) -> np.ndarray:
+    """P(a number | h) = Σ_{number classes c} P(c | h) for each row of the class head's log
+    probabilities (columns: none, then ``class_names[1:]``)."""
+    from nslm.data.numbers import NUMBER_CLASSES
+
+    columns = [k for k, name in enumerate(class_names) if k and name in NUMBER_CLASSES]
+    if not columns:
+        return np.zeros(len(head_log_probs))
+    return np.exp(head_log_probs[:, columns]).sum(axis=1)
+
+
+def roots(
+    sites: dict[int, Site], scales: dict[str, float], number: np.ndarray
+) -> dict[int, FunctionRoot]:
+    """Each site's :class:`FunctionRoot` with the functions' weights λ_f (none: {});
+    ``number``: P(a number | h) at every Transformer position (:func:`number_mass`)."""
     if not any(v > 0 for v in scales.values()):
         return {}
-    return {r: s.root(scales) for r, s in sites.items()}
+    return {r: s.root(scales, float(number[r])) for r, s in sites.items()}
 
 
 def prompt_site(run, text: str) -> Site | None:
