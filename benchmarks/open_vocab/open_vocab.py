@@ -63,7 +63,6 @@ from nslm.data.fixed_vocab import prepare_text, prepare_text_file
 from nslm.data.locate import locate_corpus
 from nslm.evaluation.open_report import evaluate_open
 from nslm.evaluation.open_tables import row_masks
-from nslm.evaluation.open_vocab import NEW_MASS
 from nslm.files.atomic import write_json_atomic
 from nslm.generation.open_predict import open_predict_many
 from nslm.micro.logspace import logsumexp
@@ -72,7 +71,7 @@ from nslm.micro.unk_share import fit_unk_shares
 from nslm.perplexity import perplexity
 from nslm.runs.micro import load_run_micro
 from nslm.runs.open import open_run
-from nslm.runs.open_micro import load_run_open
+from nslm.runs.open_micro import load_run_open, run_new_mass
 from nslm.scores.spelling import fit_spelling
 from texts import ewt_text
 
@@ -311,37 +310,21 @@ def alternate_names() -> list:
     return out
 
 
-def with_new_mass(evaluation, new_mass: dict):
-    """``evaluation`` with NSLM-open's new members taking their mass as ``new_mass`` says."""
-    names = evaluation.class_names
-    rho = {names.index(c): r for c, r in new_mass["rho"].items()}
-    scores = {
-        text: {m: replace(s, rho=rho, new_mass=new_mass["kept"]) for m, s in per.items()}
-        for text, per in evaluation.scores.items()
-    }
-    return replace(evaluation, scores=scores)
-
-
-def compare_new_mass(evaluation, unk: dict) -> dict:
+def compare_new_mass(evaluation, unk: dict, run_kept) -> dict:
     """NSLM-open under each estimator of its new members' mass (the escape, a share ρ_c of
-    P(<unk> | h), both), λ tuned for each on valid Numbers; the one best on valid Numbers
-    (proper) is ``better_on_valid``. Per estimator: Numbers perplexity, proper and adjusted,
-    of each text. ``kept`` is the estimator the run's scoring uses (``nslm eval``, predict,
-    generate): the escape, whichever is better here, until the others reach those paths."""
-    out: dict = {"rho": unk["rho"], "fitted_on": unk, "estimators": {}}
-    for how in NEW_MASS:
-        variant = with_new_mass(evaluation, {"rho": unk["rho"], "kept": how})
-        lam = variant.lambdas("Numbers")["NSLM-open"]
-        figures: dict = {"lambda": lam}
-        for text in evaluation.scores:
-            row = variant.table(text, {"NSLM-open": lam})["NSLM-open"]["Numbers"]
-            figures[text] = {k: row[k] for k in ("ppl_proper", "ppl_adjusted")}
-        out["estimators"][how] = figures
-    out["better_on_valid"] = min(
-        NEW_MASS, key=lambda h: out["estimators"][h]["valid"]["ppl_proper"]
-    )
-    out["kept"] = "escape"
-    return out
+    P(<unk> | h), both), λ tuned for each on valid Numbers
+    (:meth:`nslm.evaluation.open_report.OpenEvaluation.choose_new_mass`); the one best on
+    valid Numbers (proper) is ``better_on_valid``. ``kept`` is the estimator the run's
+    scoring uses (``nslm eval``, predict, generate): RUN/open.json's, which ``nslm micro
+    fit`` chose on valid the same way (``run_kept``, a NewMass)."""
+    better, figures = evaluation.choose_new_mass(unk["rho"])
+    return {
+        "rho": unk["rho"],
+        "fitted_on": unk,
+        "estimators": figures,
+        "better_on_valid": better.how,
+        "kept": run_kept.how,
+    }
 
 
 def cross_class_rates(train, open_models) -> dict:
@@ -508,7 +491,10 @@ def main() -> None:
     for text in texts.values():
         log(f"scoring {text.describe()}")
     evaluation = evaluate_open(scorer, {"plain": plain}, open_models, spelling, texts, names)
-    new_mass = compare_new_mass(evaluation, fit_unk_shares(corpus.train, names, list(open_models)))
+    run_kept = run_new_mass(loaded)
+    shares = fit_unk_shares(corpus.train, names, list(open_models))
+    new_mass = compare_new_mass(evaluation, shares, run_kept)
+    evaluation = evaluation.with_new_mass(run_kept)  # every figure below as the run scores
     lams = evaluation.lambdas("Numbers")
     log(f"new members' mass: {new_mass['kept']}; λ on valid Numbers (proper): {lams}")
     result: dict = {"run": str(args.run), "lambdas": lams, "new_mass": new_mass}

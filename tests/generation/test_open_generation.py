@@ -57,6 +57,44 @@ def test_the_vocabulary_and_the_new_members_share_one_distribution(opened) -> No
         step.advance(int(np.argmax(marginal)), 0)
 
 
+@pytest.mark.parametrize("how", ["unk", "escape+unk"])
+def test_new_members_may_take_a_share_of_the_unknown_words_mass(opened, how: str) -> None:
+    """With ρ_c of P(<unk> | h) to a class's new members (nslm.micro.unk_share), the unknown
+    word keeps 1 − Σρ of it, the class's new mass gains ρ_c · P(<unk> | h), and the whole
+    is still one; with ``unk`` alone the known members keep the closed P_MM."""
+    from nslm.micro.open_sums import open_totals
+    from nslm.micro.unk_share import NewMass
+
+    got, open_models = opened
+    plain = OpenNslmStepper(got.loaded, got.micro, open_models, PROMPT)
+    shared = OpenNslmStepper(
+        got.loaded, got.micro, open_models, PROMPT, new_mass=NewMass(how, {"year": 0.2})
+    )
+    unk = plain.corpus.vocab.unk_id
+    before, after = plain.marginal(), shared.marginal()
+    log_unk = float(shared._full.marginal()[0, unk])
+    assert after[unk] == pytest.approx(np.log(0.8) + log_unk, abs=1e-9)
+    om, ctx = open_models["year"], shared.contexts["year"]
+    c = shared.names.index("year")
+    escape = 0.0
+    if how == "escape+unk":
+        H, cache = shared._states(om), shared._cache("year")
+        known = float(np.exp(logsumexp(om.log_prob_known(ctx, H, cache)[0])))
+        escape = np.exp(float(shared._full.tag[0, c])) * (open_totals(om, ctx, H, cache)[0] - known)
+        keep = np.arange(len(before)) != unk  # the known members pay the escape as before
+        assert np.allclose(after[keep], before[keep], atol=1e-12)
+    else:  # the closed micro-model's rows: the years in V_c as the plain NSLM gives them
+        from nslm.generation.nslm_sampling import NslmStepper
+
+        closed = NslmStepper(got.loaded, {**got.micro, "year": om.micro}, PROMPT).marginal()
+        keep = np.arange(len(closed)) != unk
+        assert np.allclose(after[keep], closed[keep], atol=1e-9)
+    want = escape + 0.2 * np.exp(log_unk)
+    assert np.exp(shared._new_mass["year"]) == pytest.approx(want, rel=1e-6)
+    total = logsumexp(np.concatenate([after, list(shared._new_mass.values())]))
+    assert abs(float(np.exp(total)) - 1.0) < 1e-6
+
+
 def test_the_new_years_listed_after_2027_are_near_it(opened) -> None:
     listed = [int(s) for s, _ in stepper(opened).new_members("year")[:5]]
     stoi = opened[0].loaded.corpus.vocab.stoi
@@ -112,3 +150,29 @@ def test_generate_draws_from_nslm_open_when_the_run_has_it(open_run_dir: Path, c
     assert "*" not in closed_text  # only NSLM-open marks new members
     assert main([*args, "--open-vocab", "--model", "neural"]) == 2
     assert "needs the NSLM" in capsys.readouterr().err
+
+
+def test_the_new_members_mass_is_chosen_on_valid_and_kept(open_run_dir: Path, tmp_path) -> None:
+    """``nslm micro fit``'s choice (nslm.runs.open_micro.fit_run_new_mass): ρ from the
+    training halves, each estimator scored on valid, the lowest perplexity kept, and
+    RUN/open.json gives it back to every path."""
+    import shutil
+
+    from nslm.micro.unk_share import NEW_MASS
+    from nslm.runs.load import load_run
+    from nslm.runs.micro import load_run_micro
+    from nslm.runs.open_micro import fit_run_new_mass, load_run_open, run_new_mass, write_run_open
+
+    run = tmp_path / "run"
+    shutil.copytree(open_run_dir, run)
+    loaded = load_run(run)
+    assert run_new_mass(loaded).how == "escape"  # open.json written before the choice
+    plain = load_run_micro(loaded)
+    models = load_run_open(loaded, plain)
+    kept, evidence = fit_run_new_mass(loaded, {"year": plain["year"]}, models)
+    figures = evidence["estimators"]
+    assert set(figures) == set(NEW_MASS)
+    assert kept.how == min(figures, key=lambda h: figures[h]["valid"]["ppl_proper"])
+    assert 0 < kept.rho["year"] < 1 and evidence["fitted_on"]["new_tokens"] > 0
+    write_run_open(loaded, models, (kept, evidence))
+    assert run_new_mass(load_run(run)) == kept

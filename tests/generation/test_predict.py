@@ -113,3 +113,32 @@ def test_predict_without_open_json_is_closed_and_open_vocab_names_the_fix(
     assert main(["predict", str(tiny_nslm_run), OPEN_PROMPT, "--open-vocab"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "open.json" in err[0] and "nslm micro fit" in err[0], err
+
+
+def test_a_new_member_adds_its_share_of_the_unknown_words_mass(open_run_dir) -> None:
+    """With ρ_year of P_NSLM(<unk> | h) to the new years, each listed new year gains
+    ρ · P(<unk>) · P_open(s | year) / P_open(new | year) over the escape's share, and the
+    unknown word keeps 1 − ρ of its NSLM mass (at λ = 0)."""
+    from nslm.generation.open_predict import open_predict_many
+    from nslm.micro.unk_share import NewMass
+    from nslm.runs.micro import load_run_micro
+    from nslm.runs.open import open_run
+    from nslm.runs.open_micro import load_run_open
+
+    got = open_run(open_run_dir, micro="plain", threads=1)
+    models = load_run_open(got.loaded, load_run_micro(got.loaded))
+    k = 200  # deep enough that <unk> and the new years are listed
+    escape = open_predict_many(got.loaded, got.micro, models, [OPEN_PROMPT], k=k)[0]
+    both = NewMass("escape+unk", {"year": 0.3})
+    shared = open_predict_many(got.loaded, got.micro, models, [OPEN_PROMPT], k=k, new_mass=both)[0]
+    before = {e["token"]: e["p"] for e in escape["top"]}
+    after = {e["token"]: e["p"] for e in shared["top"]}
+    assert after["<unk>"] == pytest.approx(0.7 * before["<unk>"], rel=1e-9)
+    year = {e["token"]: e["p"] for e in escape["classes"]["year"]["top"] if e["new"]}
+    listed = [t for t in year if t in after and t in before]
+    assert listed
+    # the gain is ρ · P(<unk>) · P_open(s) / P_open(new), and Σ listed new ≤ P_open(new) ≤ 1
+    for token in listed:
+        gain = after[token] - before[token]
+        assert gain >= 0.3 * before["<unk>"] * year[token] - 1e-12
+        assert gain <= 0.3 * before["<unk>"] * year[token] / sum(year.values()) + 1e-12

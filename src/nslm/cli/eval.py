@@ -60,7 +60,7 @@ def eval_tables(
     from nslm.files.atomic import write_json_atomic
     from nslm.runs.context_micro import has_context_models, load_run_context
     from nslm.runs.open import open_run
-    from nslm.runs.open_micro import open_vocabulary
+    from nslm.runs.open_micro import open_vocabulary, run_new_mass
 
     options = options or EvalOptions()
     opened = open_run(run, micro="plain")
@@ -98,7 +98,14 @@ def eval_tables(
         if opened_vocab is not None:
             open_models, spelling = opened_vocab
             result["open"] = open_tables(
-                scorer, micro, open_models, spelling, open_texts, loaded.corpus, result
+                scorer,
+                micro,
+                open_models,
+                spelling,
+                open_texts,
+                loaded.corpus,
+                result,
+                run_new_mass(loaded),
             )
         path = out if out is not None else Path(run) / f"tables_{split}.json"
         write_json_atomic(path, result)

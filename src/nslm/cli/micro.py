@@ -205,14 +205,23 @@ def _fit_run(
     click.echo(f"wrote {path} ({time.perf_counter() - start:.0f} s)")
     if out is None:  # the run's own micro.json: its open micro-models beside it
         from nslm.runs.micro import load_run_micro
-        from nslm.runs.open_micro import fit_run_open, write_run_open
+        from nslm.runs.open_micro import fit_run_new_mass, fit_run_open, write_run_open
 
         def fitting(name: str) -> None:
             elapsed = time.perf_counter() - start
             click.echo(f"  open micro-model <{name}>  ({elapsed:.0f} s)", err=True)
 
-        models = fit_run_open(loaded, load_run_micro(loaded), fitting)
-        written = write_run_open(loaded, models)
+        plain = load_run_micro(loaded)
+        models = fit_run_open(loaded, plain, fitting)
+        new_mass = None
+        if models:  # the new members' mass: the escape, a share of P(<unk>), or both
+            fitting("new members' mass, chosen on valid")
+            try:
+                new_mass = fit_run_new_mass(loaded, plain, models)
+                click.echo(f"  new members' mass: {new_mass[0].how}", err=True)
+            except NslmError as exc:  # no valid text to choose on: the escape, as before
+                click.echo(f"  new members' mass: the escape ({exc})", err=True)
+        written = write_run_open(loaded, models, new_mass)
         click.echo(f"wrote {written} ({time.perf_counter() - start:.0f} s)")
         if only is None:  # the functions that compute numbers, for predict (docs/functions.md)
             from nslm.functions.run import fit_run_functions, write_run_functions

@@ -26,6 +26,7 @@ from nslm.evaluation.open_tables import open_rows, render_open_table, row_masks
 from nslm.evaluation.open_vocab import OpenScores, gate_states, open_scores
 from nslm.evaluation.tables import TABLES, table_classes, tables_for
 from nslm.micro.open_set import OpenMicroModel
+from nslm.micro.unk_share import NEW_MASS, NewMass
 from nslm.scores.mixture import tune_lambda
 from nslm.scores.passes import Scorer, head_of
 from nslm.scores.spelling import SpellingModel
@@ -89,6 +90,33 @@ class OpenEvaluation:
                 out[column] = per[micro].ensemble(lams[column], is_open, convention)
         return out
 
+    def with_new_mass(self, new_mass: NewMass) -> OpenEvaluation:
+        """These scores with NSLM-open's new members taking their mass as ``new_mass`` says
+        (:class:`nslm.micro.unk_share.NewMass`)."""
+        names = self.class_names
+        rho = {names.index(c): r for c, r in new_mass.rho.items()}
+        scores = {
+            text: {m: replace(s, rho=rho or None, new_mass=new_mass.how) for m, s in per.items()}
+            for text, per in self.scores.items()
+        }
+        return replace(self, scores=scores)
+
+    def choose_new_mass(self, rho: dict[str, float]) -> tuple[NewMass, dict[str, Any]]:
+        """Each estimator of the new members' mass (:data:`NEW_MASS`) with λ tuned for it on
+        valid Numbers; the one with the lowest valid Numbers perplexity (proper) is kept.
+        Returns it and, per estimator, λ and each text's Numbers perplexity, proper and
+        adjusted."""
+        figures: dict[str, Any] = {}
+        for how in NEW_MASS:
+            variant = self.with_new_mass(NewMass(how, rho))
+            lam = variant.lambdas("Numbers")["NSLM-open"]
+            figures[how] = {"lambda": lam}
+            for text in self.scores:
+                row = variant.table(text, {"NSLM-open": lam})["NSLM-open"]["Numbers"]
+                figures[how][text] = {k: row[k] for k in ("ppl_proper", "ppl_adjusted")}
+        kept = min(NEW_MASS, key=lambda h: figures[h]["valid"]["ppl_proper"])
+        return NewMass(kept, rho), figures
+
     def table(self, text: str, lams: dict[str, float]) -> dict[str, dict[str, Any]]:
         """``{column: {row: {ppl_proper, ppl_adjusted, ppl_in_vocab, tokens, oov_tokens}}}``."""
         split, oov = self.splits[text], self.scores[text]["plain"].oov
@@ -125,19 +153,26 @@ def open_tables(
     texts: dict[str, TextSplit],
     corpus: PreparedCorpus,
     closed: dict[str, Any],
+    new_mass: NewMass | None = None,
 ) -> dict[str, Any]:
     """``nslm eval``'s open-vocabulary tables beside the closed ones of ``closed`` (what
     :func:`nslm.evaluation.report.evaluate_run` returned): one per closed table, its rows
     counted by rule, λ tuned on the validation aggregate when ``texts`` has ``"valid"``,
-    else the closed table's; ``texts`` cut to the closed tables' ``max_tokens``."""
+    else the closed table's; ``texts`` cut to the closed tables' ``max_tokens``; NSLM-open's
+    new members take their mass as the run's ``new_mass`` says (default: the escape)."""
+    new_mass = new_mass or NewMass()
     split = closed["split"]
     texts = {n: _head(t, closed["max_tokens"]) for n, t in texts.items() if n in (split, "valid")}
     saved = {table: entry["lambda"] for table, entry in closed["tables"].items()}
     evaluation = evaluate_open(
         scorer, {"plain": micro}, open_models, spelling, texts, corpus.class_names
-    )
+    ).with_new_mass(new_mass)
     escapes = evaluation.escapes("valid" if "valid" in texts else split)
-    out: dict[str, Any] = {"new_member_probability": escapes, "tables": {}}
+    out: dict[str, Any] = {
+        "new_member_probability": escapes,
+        "new_mass": new_mass.to_json(),
+        "tables": {},
+    }
     for table in tables_for(corpus):
         aggregate = TABLES[table][1] or "Global"
         if "valid" in texts:
@@ -170,5 +205,8 @@ def render_open(result: dict[str, Any]) -> str:
         title = f"{TABLES[table][0]}, open vocabulary: every token counted by its rule class"
         lams = ", ".join(f"{c} λ={v:.2f}" for c, v in entry["lambdas"].items())
         text = render_open_table(entry["columns"], entry["rows"], title)
-        blocks.append(f"{text}\n{lams}; P(new member | class), mean: {news}")
+        how = result.get("new_mass", {}).get("kept", "escape")
+        blocks.append(
+            f"{text}\n{lams}; P(new member | class), mean: {news}; new members' mass: {how}"
+        )
     return "\n\n".join(blocks)

@@ -33,13 +33,13 @@ from nslm.data.corpus import Split
 from nslm.data.fixed_vocab import TextSplit
 from nslm.data.vocab import UNK
 from nslm.micro.open_set import OpenMicroModel
+from nslm.micro.unk_share import NEW_MASS
 from nslm.scores.mixture import ensemble_log_probs
 from nslm.scores.passes import Scorer
 from nslm.scores.spelling import SpellingModel
 from nslm.scores.split_scores import SplitScores
 
 CONVENTIONS = ("proper", "adjusted")
-NEW_MASS = ("escape", "unk", "escape+unk")
 
 
 def oov_type_count(strings: Sequence[str], oov: np.ndarray) -> int:

@@ -10,6 +10,12 @@ P(c | h) · P_open(s | c, ctx): the class's mass that P_open leaves outside V_c.
 say ``<unk>``), so a new member is charged (1 − λ). Prompts are read as ``predict`` reads them,
 so an unseen value in the prompt is the w_prev of its class ("began in 2027 and ended in"
 makes years near 2027 likely).
+
+Where the run takes its new members' mass from P(``<unk>`` | h) too (RUN/open.json's
+``new_mass``, :class:`nslm.micro.unk_share.NewMass`), a new member s of c also gets
+ρ_c · P_NSLM(<unk> | h) · P_new(s | c, ctx), P_new = P_open(s | c, ctx) / P_open(new | c, ctx),
+and the unknown word keeps (1 − Σρ) of the NSLM's P(<unk> | h); with ``unk`` alone the known
+members keep the closed micro-model's P_MM and the new ones get only that share.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import torch
 from nslm.generation.predict import micro_contexts, nnlm_next, top_indices
 from nslm.generation.prompts import prompt_batch
 from nslm.micro.open_set import OpenMicroModel
+from nslm.micro.unk_share import NewMass
 from nslm.runs.load import LoadedRun
 from nslm.scores.mixture import ensemble_log_probs
 
@@ -38,12 +45,17 @@ def open_predict_many(
     k: int = 5,
     lam: float = 0.0,
     input_format: str = "plain",
+    new_mass: NewMass | None = None,
 ) -> list[dict[str, Any]]:
     """Per prompt: its tokens and the top-k of NSLM-open, each entry with its probability
     and whether it is a new member (``new``: outside the vocabulary, and its class), and per
     open class its P(c | h) and its top-k members, known and new, by P_open(w | c, ctx).
 
-    ``micro`` (plain or context-aware) scores the classes without an open model."""
+    ``micro`` (plain or context-aware) scores the classes without an open model;
+    ``new_mass``: where new members take their mass from (default: the run's choice)."""
+    from nslm.runs.open_micro import run_new_mass
+
+    new_mass = new_mass if new_mass is not None else run_new_mass(loaded)
     names, itos = loaded.corpus.class_names, loaded.corpus.vocab.itos
     batch = prompt_batch(loaded, prompts, input_format)
     scorer = loaded.scorer()
@@ -59,16 +71,21 @@ def open_predict_many(
     caches = {
         name: om.text_cache(batch.split, text, batch.slots) for name, om in open_models.items()
     }
+    known_rows = dict(rows)  # the closed micro-models' P_MM over V_c
     for name, om in open_models.items():
-        # P_open over V_c, not P_MM
+        # P_open over V_c, not P_MM, where the known members pay for the new ones
         states = last if om.needs_features else None
         rows[name] = om.log_prob_known(contexts[name], states, caches[name])
     # the open class's own (plain) micro-model: V_c and the label come from the model
     # whose rows these are
     models = {**micro, **{name: om.micro for name, om in open_models.items()}}
-    full = scorer.distribution(last, models, names, rows)
+    full = scorer.distribution(last, models, names, rows if new_mass.escape else known_rows)
     # over V: the new members' mass is missing from it, so it sums to below one
-    mixed = ensemble_log_probs(nnlm, full.marginal(), lam)
+    pure = np.array(full.marginal(), dtype=np.float64, copy=True)
+    unk = loaded.corpus.vocab.unk_id
+    log_unk = pure[:, unk].copy()  # log P_NSLM(<unk> | h), before the classes' shares
+    pure[:, unk] += new_mass.log_spelled
+    mixed = ensemble_log_probs(nnlm, pure, lam)
     keep = math.log1p(-lam) if lam < 1 else -math.inf
     new_per_row: list[list[tuple[float, str, str]]] = [[] for _ in range(len(batch))]
     within: list[dict[str, Any]] = [{} for _ in range(len(batch))]
@@ -78,10 +95,20 @@ def open_predict_many(
             continue
         ids, log_known = full.within[c]
         states = last if om.needs_features else None
+        log_new = om.log_new_mass(contexts[name], states, caches[name])
         for row, best in enumerate(om.top_new(contexts[name], k, states, caches[name])):
             tag = float(full.tag[row, c])
+            share = float(log_unk[row]) + new_mass.log_rho(name) - float(log_new[row])
             if np.isfinite(keep):
-                new_per_row[row] += [(tag + keep + lp, s, name) for s, lp in best]
+                new_per_row[row] += [
+                    (
+                        keep
+                        + float(np.logaddexp(tag + lp if new_mass.escape else -np.inf, share + lp)),
+                        s,
+                        name,
+                    )
+                    for s, lp in best
+                ]
             known = [
                 (float(log_known[row, j]), itos[ids[j]], False)
                 for j in top_indices(log_known[row], k)

@@ -10,6 +10,12 @@ model's own ranking, ``top_new``, the text's cached new members among them), dra
 proportion to P_open. That last step is a truncation, as top-k sampling is: the long tail
 of O_c beyond the ``n_new`` likeliest is not drawn from.
 
+Where the run takes its new members' mass from P(``<unk>`` | h) too (RUN/open.json's
+``new_mass``, :class:`nslm.micro.unk_share.NewMass`), the outcome "a new member of c" also
+gets ρ_c · P(<unk> | h) and the unknown word keeps (1 − Σρ) of it; within the class the
+member is drawn as before (both shares are in proportion to P_open over the new members).
+With ``unk`` alone the known members keep the closed micro-model's P_MM.
+
 What follows a new member: the LM reads it as it reads any unseen token (``<unk>``, as in
 scoring), and its class's context w_prev^(c) becomes its value (a year, a count) or its
 coordinates (a place), so the next year after a generated 2031 is scored relative to 2031.
@@ -31,6 +37,7 @@ from nslm.micro.logspace import log1mexp, logsumexp
 from nslm.micro.model import MicroModel
 from nslm.micro.open_cache import TextCache
 from nslm.micro.open_set import OpenMicroModel
+from nslm.micro.unk_share import NewMass
 from nslm.runs.load import LoadedRun
 
 N_NEW = 100  # a drawn new member is one of its class's this-many likeliest
@@ -62,7 +69,10 @@ class OpenNslmStepper(NslmStepper):
         prompt: str,
         input_format: str = "plain",
         n_new: int = N_NEW,
+        new_mass: NewMass | None = None,
     ) -> None:
+        from nslm.runs.open_micro import run_new_mass
+
         # the open classes' contexts follow their own micro-model (its V_c, its context mode)
         with_open = {**micro, **{n: om.micro for n, om in open_models.items()}}
         super().__init__(loaded, with_open, prompt, input_format)
@@ -70,6 +80,7 @@ class OpenNslmStepper(NslmStepper):
         self.n_new = n_new
         self.names = tuple(self.corpus.class_names)
         self.caches = self._prompt_caches(loaded, prompt, input_format)
+        self.new_mass = new_mass if new_mass is not None else run_new_mass(loaded)
         self._new_mass: dict[str, float] = {}
 
     def _prompt_caches(self, loaded, prompt: str, input_format: str) -> dict[str, Counter]:
@@ -97,7 +108,7 @@ class OpenNslmStepper(NslmStepper):
             rows = {}
             for name, mm in self.micro.items():
                 om = self.open_models.get(name)
-                if om is None:
+                if om is None or not self.new_mass.escape:
                     rows[name] = mm.log_prob(self.contexts[name], self._h)
                 else:  # P_open over V_c: the new members' share is left out of these rows
                     ctx = self.contexts[name]
@@ -106,18 +117,37 @@ class OpenNslmStepper(NslmStepper):
             self._new_mass = self._new_masses(rows)
         return self._full
 
+    def marginal(self) -> np.ndarray:
+        """log P over every type (V,), the unknown word keeping (1 − Σρ) of P(<unk> | h)
+        where the classes' new members share it."""
+        out = np.array(super().marginal(), dtype=np.float64, copy=True)
+        out[self.corpus.vocab.unk_id] += self.new_mass.log_spelled
+        return out
+
     def _new_masses(self, rows: dict[str, np.ndarray]) -> dict[str, float]:
-        """Per open class with a tag: log P(c | h) + log P_open(w ∉ V_c | c, ctx)."""
+        """Per open class with a tag: log P(c | h) + log P_open(w ∉ V_c | c, ctx) (the
+        escape's), plus log ρ_c + log P(<unk> | h) where the class shares P(<unk> | h)."""
         out = {}
+        log_unk = float(self._full.marginal()[0, self.corpus.vocab.unk_id])
         for name in self.open_models:
             c = self.names.index(name)
             if c not in self._full.within:  # a class the LM never tags
                 continue
-            known = min(float(logsumexp(rows[name][0])), 0.0)
-            mass = float(self._full.tag[0, c]) + float(log1mexp(np.array(known)))
+            mass = -np.inf
+            if self.new_mass.escape:
+                known = min(float(logsumexp(rows[name][0])), 0.0)
+                mass = float(self._full.tag[0, c]) + float(log1mexp(np.array(known)))
+            mass = float(np.logaddexp(mass, log_unk + self.new_mass.log_rho(name)))
             if np.isfinite(mass):
                 out[name] = mass
         return out
+
+    def _member_scores(self, name: str, members: list[tuple[str, float]]) -> np.ndarray:
+        """log P(the next token is each listed new member of ``name``): the class's new
+        mass spread in proportion to P_open over its new members."""
+        om, ctx = self.open_models[name], self.contexts[name]
+        log_new = float(om.log_new_mass(ctx, self._states(om), self._cache(name))[0])
+        return np.array([self._new_mass[name] + lp - log_new for _, lp in members])
 
     def new_members(self, name: str) -> list[tuple[str, float]]:
         """The ``n_new`` likeliest new members of open class ``name`` with log P_open."""
@@ -141,10 +171,9 @@ class OpenNslmStepper(NslmStepper):
         for name, mass in self._new_mass.items():
             if mass < best - FILTER_MARGIN:
                 continue
-            tag = float(self._full.tag[0, self.names.index(name)])
             members = self.new_members(name)
             outcomes += [(name, string) for string, _ in members]
-            scores.append(np.array([tag + lp for _, lp in members]))
+            scores.append(self._member_scores(name, members))
         pick = sampler.sample(np.concatenate(scores), log_space=True)
         if pick < len(marginal):
             return OpenGenerated(pick, choose_reading(self, pick, sampler))

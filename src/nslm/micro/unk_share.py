@@ -20,11 +20,68 @@ ways round (maximum likelihood of a multinomial over "which class is this new to
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from nslm.data.corpus import Split
+from nslm.errors import NslmError
+
+NEW_MASS = ("escape", "unk", "escape+unk")  # where the new members' mass comes from
+
+
+@dataclass(frozen=True)
+class NewMass:
+    """Where NSLM-open's new members take their mass from (``how``, one of :data:`NEW_MASS`):
+    ``escape``, the open micro-model's, from its known members; ``unk``, a share ρ_c of
+    P(``<unk>`` | h), the known members keeping the closed micro-model's; ``escape+unk``,
+    both. ``rho``: ρ_c by class name. A run keeps the one chosen on valid in RUN/open.json
+    (:func:`nslm.runs.open_micro.fit_run_new_mass`)."""
+
+    how: str = "escape"
+    rho: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.how not in NEW_MASS:
+            raise NslmError(f"new-member mass {self.how!r}: choose {', '.join(NEW_MASS)}")
+        if self.how != "escape" and not self.rho:
+            raise NslmError(f"new-member mass {self.how!r} needs ρ per class")
+        if sum(self.rho.values()) >= 1:
+            raise NslmError("ρ: the classes' shares of P(<unk>) must sum to less than one")
+
+    @property
+    def escape(self) -> bool:
+        """Whether the known members pay for the new ones (the open micro-model's P_open)."""
+        return self.how != "unk"
+
+    @property
+    def shares_unk(self) -> bool:
+        """Whether the classes take a share of P(<unk> | h)."""
+        return self.how != "escape"
+
+    def log_rho(self, name: str) -> float:
+        r = self.rho.get(name, 0.0) if self.shares_unk else 0.0
+        return math.log(r) if r > 0 else -math.inf
+
+    @property
+    def log_spelled(self) -> float:
+        """log of the share of P(<unk> | h) left to the spelling model: log(1 − Σρ)."""
+        return math.log1p(-sum(self.rho.values())) if self.shares_unk else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kept": self.how, "rho": dict(self.rho)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> NewMass:
+        if not data:
+            return cls()
+        try:
+            return cls(str(data["kept"]), {str(k): float(v) for k, v in data["rho"].items()})
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise NslmError(f"open.json: malformed new_mass ({exc})") from None
 
 
 def fit_unk_shares(train: Split, class_names: Sequence[str], names: Sequence[str]) -> dict:

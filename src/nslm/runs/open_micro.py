@@ -27,6 +27,7 @@ from nslm.files.json_policy import read_json
 from nslm.micro.model import MicroModel
 from nslm.micro.open_bases import OPEN_CLASSES
 from nslm.micro.open_set import OpenMicroModel
+from nslm.micro.unk_share import NewMass
 from nslm.runs.context_micro import class_states, lm_fingerprint
 from nslm.runs.load import LoadedRun
 from nslm.scores.spelling import SpellingModel, fit_spelling
@@ -66,12 +67,43 @@ def fit_run_open(
     return out
 
 
-def write_run_open(loaded: LoadedRun, models: dict[str, OpenMicroModel]) -> Path:
+def fit_run_new_mass(
+    loaded: LoadedRun, micro: dict[str, MicroModel], models: dict[str, OpenMicroModel]
+) -> tuple[NewMass, dict]:
+    """Where NSLM-open's new members take their mass from, chosen on the run's valid split
+    (:meth:`nslm.evaluation.open_report.OpenEvaluation.choose_new_mass`): ρ_c fitted on the
+    training halves (:func:`nslm.micro.unk_share.fit_unk_shares`), then the escape, ρ_c of
+    P(<unk> | h), or both, whichever gives valid's Numbers the lowest perplexity. Returns
+    it and the evidence (each estimator's λ and valid Numbers perplexity)."""
+    from nslm.data.fixed_vocab import prepare_text_file
+    from nslm.data.locate import locate_corpus
+    from nslm.evaluation.open_report import evaluate_open
+    from nslm.micro.unk_share import fit_unk_shares
+
+    corpus = loaded.corpus
+    names = list(corpus.class_names)
+    shares = fit_unk_shares(corpus.train, names, list(models))
+    paths = locate_corpus(loaded.cfg.corpus, download=False)
+    valid = prepare_text_file(corpus, paths["valid"], "valid", "tokenized")
+    evaluation = evaluate_open(
+        loaded.scorer(), {"plain": micro}, models, fit_spelling(corpus), {"valid": valid}, names
+    )
+    kept, figures = evaluation.choose_new_mass(shares["rho"])
+    return kept, {"estimators": figures, "fitted_on": shares}
+
+
+def write_run_open(
+    loaded: LoadedRun,
+    models: dict[str, OpenMicroModel],
+    new_mass: tuple[NewMass, dict] | None = None,
+) -> Path:
     """The gates' tensors first, then the JSON that names them: a half-written pair never
-    loads."""
+    loads. ``new_mass``: :func:`fit_run_new_mass`'s choice and evidence."""
     run = Path(loaded.run_dir)
     tensors = {f"{n}.{k}": v for n, m in models.items() for k, v in m.tensors().items()}
-    payload = {"classes": {n: m.get_params() for n, m in models.items()}}
+    payload: dict = {"classes": {n: m.get_params() for n, m in models.items()}}
+    if new_mass is not None:
+        payload["new_mass"] = {**new_mass[0].to_json(), **new_mass[1]}
     if tensors:
         write_bytes_atomic(run / OPEN_TENSORS, save(tensors))
         payload["lm_fingerprint"] = lm_fingerprint(loaded.model)
@@ -105,6 +137,15 @@ def load_run_open(loaded: LoadedRun, micro: dict[str, MicroModel]) -> dict[str, 
         return {k[len(name) + 1 :]: v for k, v in tensors.items() if k.startswith(f"{name}.")}
 
     return {n: OpenMicroModel.from_params(p, micro[n], own(n)) for n, p in params.items()}
+
+
+def run_new_mass(loaded: LoadedRun) -> NewMass:
+    """Where the run's NSLM-open takes its new members' mass from (RUN/open.json's choice;
+    the escape for a run fitted before the choice was made, or without open.json)."""
+    path = Path(loaded.run_dir) / OPEN_FILE
+    if not path.is_file():
+        return NewMass()
+    return NewMass.from_json(read_json(path).get("new_mass"))
 
 
 def run_open_models(loaded: LoadedRun, *, required: bool = False) -> dict[str, OpenMicroModel]:
