@@ -288,10 +288,10 @@ def widened(grid: tuple, chosen: object, key: str) -> tuple | None:
     low = chosen == values[0]
     if key == "lr":
         new = chosen / 2 if low else chosen * 2
-    elif key == "dropout":
-        new = round(chosen - 0.15, 2) if low else round(chosen + 0.15, 2)
-        if not 0.0 <= new <= 0.7:
-            return None  # the range's own end: no wider grid to try
+    elif key == "dropout":  # a step of 0.15, stopped at 0 and 0.7, the range's own ends
+        new = max(0.0, round(chosen - 0.15, 2)) if low else min(0.7, round(chosen + 0.15, 2))
+        if new == chosen:
+            return None  # already at an end of the range: no wider grid to try
     else:
         new = chosen // 2 if low else chosen * 2
     return tuple(sorted({*values, new}))

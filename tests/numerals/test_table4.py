@@ -259,3 +259,14 @@ def test_a_fit_is_timed_logged_and_then_skipped(tmp_path: Path, monkeypatch) -> 
     # new weights after the fit: fitted again
     os.utime(weights, ns=(st.st_atime_ns, (run / "open.json").stat().st_mtime_ns + 10**9))
     assert table4_train.fit_needed(run, fit)
+
+
+def test_a_tuning_choice_at_a_grid_edge_widens_the_grid_to_the_ranges_end() -> None:
+    from table4_train import widened
+
+    assert widened((0.1, 0.25, 0.4), 0.25, "dropout") is None  # inside: no widening
+    assert widened((0.1, 0.25, 0.4), 0.1, "dropout") == (0.0, 0.1, 0.25, 0.4)  # down to 0
+    assert widened((0.0, 0.1, 0.25), 0.0, "dropout") is None  # the range's own end
+    assert widened((0.25, 0.4, 0.55), 0.55, "dropout") == (0.25, 0.4, 0.55, 0.7)
+    assert widened((0.002, 0.004, 0.008), 0.008, "lr") == (0.002, 0.004, 0.008, 0.016)
+    assert widened((16, 32), 16, "digit_size") == (8, 16, 32)
