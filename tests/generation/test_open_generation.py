@@ -153,15 +153,16 @@ def test_generate_draws_from_nslm_open_when_the_run_has_it(open_run_dir: Path, c
 
 
 def test_the_new_members_mass_is_chosen_on_valid_and_kept(open_run_dir: Path, tmp_path) -> None:
-    """``nslm micro fit``'s choice (nslm.runs.open_micro.fit_run_new_mass): ρ from the
+    """``nslm micro fit``'s choice (nslm.evaluation.open_report.fit_run_new_mass): ρ from the
     training halves, each estimator scored on valid, the lowest perplexity kept, and
     RUN/open.json gives it back to every path."""
     import shutil
 
+    from nslm.evaluation.open_report import fit_run_new_mass
     from nslm.micro.unk_share import NEW_MASS
     from nslm.runs.load import load_run
     from nslm.runs.micro import load_run_micro
-    from nslm.runs.open_micro import fit_run_new_mass, load_run_open, run_new_mass, write_run_open
+    from nslm.runs.open_micro import load_run_open, run_new_mass, write_run_open
 
     run = tmp_path / "run"
     shutil.copytree(open_run_dir, run)

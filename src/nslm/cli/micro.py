@@ -204,8 +204,9 @@ def _fit_run(
     _print_summary(payload)
     click.echo(f"wrote {path} ({time.perf_counter() - start:.0f} s)")
     if out is None:  # the run's own micro.json: its open micro-models beside it
+        from nslm.evaluation.open_report import fit_run_new_mass
         from nslm.runs.micro import load_run_micro
-        from nslm.runs.open_micro import fit_run_new_mass, fit_run_open, write_run_open
+        from nslm.runs.open_micro import fit_run_open, write_run_open
 
         def fitting(name: str) -> None:
             elapsed = time.perf_counter() - start

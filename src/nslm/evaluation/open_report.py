@@ -210,3 +210,28 @@ def render_open(result: dict[str, Any]) -> str:
             f"{text}\n{lams}; P(new member | class), mean: {news}; new members' mass: {how}"
         )
     return "\n\n".join(blocks)
+
+
+def fit_run_new_mass(
+    loaded: Any, micro: dict, models: dict[str, OpenMicroModel]
+) -> tuple[NewMass, dict]:
+    """Where NSLM-open's new members take their mass from, chosen on the run's valid split
+    (:meth:`OpenEvaluation.choose_new_mass`): ρ_c fitted on the
+    training halves (:func:`nslm.micro.unk_share.fit_unk_shares`), then the escape, ρ_c of
+    P(<unk> | h), or both, whichever gives valid's Numbers the lowest perplexity. Returns
+    it and the evidence (each estimator's λ and valid Numbers perplexity)."""
+    from nslm.data.fixed_vocab import prepare_text_file
+    from nslm.data.locate import locate_corpus
+    from nslm.micro.unk_share import fit_unk_shares
+    from nslm.scores.spelling import fit_spelling
+
+    corpus = loaded.corpus
+    names = list(corpus.class_names)
+    shares = fit_unk_shares(corpus.train, names, list(models))
+    paths = locate_corpus(loaded.cfg.corpus, download=False)
+    valid = prepare_text_file(corpus, paths["valid"], "valid", "tokenized")
+    evaluation = evaluate_open(
+        loaded.scorer(), {"plain": micro}, models, fit_spelling(corpus), {"valid": valid}, names
+    )
+    kept, figures = evaluation.choose_new_mass(shares["rho"])
+    return kept, {"estimators": figures, "fitted_on": shares}

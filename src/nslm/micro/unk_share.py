@@ -39,7 +39,7 @@ class NewMass:
     ``escape``, the open micro-model's, from its known members; ``unk``, a share ρ_c of
     P(``<unk>`` | h), the known members keeping the closed micro-model's; ``escape+unk``,
     both. ``rho``: ρ_c by class name. A run keeps the one chosen on valid in RUN/open.json
-    (:func:`nslm.runs.open_micro.fit_run_new_mass`)."""
+    (:func:`nslm.evaluation.open_report.fit_run_new_mass`)."""
 
     how: str = "escape"
     rho: dict[str, float] = field(default_factory=dict)

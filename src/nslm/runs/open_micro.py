@@ -67,38 +67,14 @@ def fit_run_open(
     return out
 
 
-def fit_run_new_mass(
-    loaded: LoadedRun, micro: dict[str, MicroModel], models: dict[str, OpenMicroModel]
-) -> tuple[NewMass, dict]:
-    """Where NSLM-open's new members take their mass from, chosen on the run's valid split
-    (:meth:`nslm.evaluation.open_report.OpenEvaluation.choose_new_mass`): ρ_c fitted on the
-    training halves (:func:`nslm.micro.unk_share.fit_unk_shares`), then the escape, ρ_c of
-    P(<unk> | h), or both, whichever gives valid's Numbers the lowest perplexity. Returns
-    it and the evidence (each estimator's λ and valid Numbers perplexity)."""
-    from nslm.data.fixed_vocab import prepare_text_file
-    from nslm.data.locate import locate_corpus
-    from nslm.evaluation.open_report import evaluate_open
-    from nslm.micro.unk_share import fit_unk_shares
-
-    corpus = loaded.corpus
-    names = list(corpus.class_names)
-    shares = fit_unk_shares(corpus.train, names, list(models))
-    paths = locate_corpus(loaded.cfg.corpus, download=False)
-    valid = prepare_text_file(corpus, paths["valid"], "valid", "tokenized")
-    evaluation = evaluate_open(
-        loaded.scorer(), {"plain": micro}, models, fit_spelling(corpus), {"valid": valid}, names
-    )
-    kept, figures = evaluation.choose_new_mass(shares["rho"])
-    return kept, {"estimators": figures, "fitted_on": shares}
-
-
 def write_run_open(
     loaded: LoadedRun,
     models: dict[str, OpenMicroModel],
     new_mass: tuple[NewMass, dict] | None = None,
 ) -> Path:
     """The gates' tensors first, then the JSON that names them: a half-written pair never
-    loads. ``new_mass``: :func:`fit_run_new_mass`'s choice and evidence."""
+    loads. ``new_mass``: the choice of the new members' mass and its evidence
+    (:func:`nslm.evaluation.open_report.fit_run_new_mass`)."""
     run = Path(loaded.run_dir)
     tensors = {f"{n}.{k}": v for n, m in models.items() for k, v in m.tensors().items()}
     payload: dict = {"classes": {n: m.get_params() for n, m in models.items()}}
