@@ -53,6 +53,12 @@ def backbone_section(run: Path, cfg: dict) -> Section:
         head, valid = fitted.get("head", {}), fitted.get("valid", {})
         facts.append(("class head: training tokens", number(head.get("train_tokens"))))
         facts.append(("class head: class positions", number(head.get("train_class_positions"))))
+        choice = head.get("choice")
+        if choice:  # which inputs the head reads, chosen on valid (nslm.transformer.fit)
+            losses = ", ".join(f"{k} {v:.4f}" for k, v in choice.get("valid_nll", {}).items())
+            facts.append(
+                ("class head: reads (valid cross-entropy)", f"{choice['kept']} ({losses})")
+            )
         if valid.get("bytes"):
             gain = (valid["log_prob"] - valid["transformer_log_prob"]) / math.log(2)
             facts.append(
