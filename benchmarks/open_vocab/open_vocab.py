@@ -492,7 +492,8 @@ def main() -> None:
         log(f"scoring {text.describe()}")
     evaluation = evaluate_open(scorer, {"plain": plain}, open_models, spelling, texts, names)
     run_kept = run_new_mass(loaded)
-    shares = fit_unk_shares(corpus.train, names, list(open_models))
+    closed = [n for n, om in open_models.items() if not om.has_new_members]
+    shares = fit_unk_shares(corpus.train, names, list(open_models), closed)
     new_mass = compare_new_mass(evaluation, shares, run_kept)
     evaluation = evaluation.with_new_mass(run_kept)  # every figure below as the run scores
     lams = evaluation.lambdas("Numbers")

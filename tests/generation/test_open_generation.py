@@ -177,3 +177,10 @@ def test_the_new_members_mass_is_chosen_on_valid_and_kept(open_run_dir: Path, tm
     assert 0 < kept.rho["year"] < 1 and evidence["fitted_on"]["new_tokens"] > 0
     write_run_open(loaded, models, (kept, evidence))
     assert run_new_mass(load_run(run)) == kept
+    # a class whose open set is its vocabulary has no new member to take a share
+    from nslm.micro.unk_share import fit_unk_shares
+
+    assert models["year"].has_new_members
+    names = list(loaded.corpus.class_names)
+    shares = fit_unk_shares(loaded.corpus.train, names, ["year"], closed=["year"])
+    assert shares["rho"] == {"year": 0.0} and shares["closed"] == ["year"]

@@ -227,7 +227,8 @@ def fit_run_new_mass(
 
     corpus = loaded.corpus
     names = list(corpus.class_names)
-    shares = fit_unk_shares(corpus.train, names, list(models))
+    closed = [n for n, om in models.items() if not om.has_new_members]
+    shares = fit_unk_shares(corpus.train, names, list(models), closed)
     paths = locate_corpus(loaded.cfg.corpus, download=False)
     valid = prepare_text_file(corpus, paths["valid"], "valid", "tokenized")
     evaluation = evaluate_open(

@@ -98,7 +98,9 @@ def open_predict_many(
         log_new = om.log_new_mass(contexts[name], states, caches[name])
         for row, best in enumerate(om.top_new(contexts[name], k, states, caches[name])):
             tag = float(full.tag[row, c])
-            share = float(log_unk[row]) + new_mass.log_rho(name) - float(log_new[row])
+            share = -np.inf  # no new member at this row: the share stays with <unk>
+            if np.isfinite(log_new[row]):
+                share = float(log_unk[row]) + new_mass.log_rho(name) - float(log_new[row])
             if np.isfinite(keep):
                 new_per_row[row] += [
                     (

@@ -33,7 +33,7 @@ import numpy as np
 from nslm.data.numbers import is_number, number_value
 from nslm.generation.nslm_sampling import NslmStepper, choose_reading
 from nslm.generation.sampling import Sampler
-from nslm.micro.logspace import log1mexp, logsumexp
+from nslm.micro.logspace import logsumexp
 from nslm.micro.model import MicroModel
 from nslm.micro.open_cache import TextCache
 from nslm.micro.open_set import OpenMicroModel
@@ -114,7 +114,7 @@ class OpenNslmStepper(NslmStepper):
                     ctx = self.contexts[name]
                     rows[name] = om.log_prob_known(ctx, self._states(om), self._cache(name))
             self._full = self.scorer.distribution(self._h, self.micro, self.names, rows)
-            self._new_mass = self._new_masses(rows)
+            self._new_mass = self._new_masses()
         return self._full
 
     def marginal(self) -> np.ndarray:
@@ -124,19 +124,21 @@ class OpenNslmStepper(NslmStepper):
         out[self.corpus.vocab.unk_id] += self.new_mass.log_spelled
         return out
 
-    def _new_masses(self, rows: dict[str, np.ndarray]) -> dict[str, float]:
-        """Per open class with a tag: log P(c | h) + log P_open(w ∉ V_c | c, ctx) (the
-        escape's), plus log ρ_c + log P(<unk> | h) where the class shares P(<unk> | h)."""
+    def _new_masses(self) -> dict[str, float]:
+        """Per open class with a tag and new members: log P(c | h) + log P_open(w ∉ V_c |
+        c, ctx) (the escape's), plus log ρ_c + log P(<unk> | h) where the class shares
+        P(<unk> | h)."""
         out = {}
         log_unk = float(self._full.marginal()[0, self.corpus.vocab.unk_id])
-        for name in self.open_models:
+        for name, om in self.open_models.items():
             c = self.names.index(name)
             if c not in self._full.within:  # a class the LM never tags
                 continue
-            mass = -np.inf
-            if self.new_mass.escape:
-                known = min(float(logsumexp(rows[name][0])), 0.0)
-                mass = float(self._full.tag[0, c]) + float(log1mexp(np.array(known)))
+            ctx = self.contexts[name]
+            log_new = float(om.log_new_mass(ctx, self._states(om), self._cache(name))[0])
+            if not np.isfinite(log_new):  # nothing outside V_c here
+                continue
+            mass = float(self._full.tag[0, c]) + log_new if self.new_mass.escape else -np.inf
             mass = float(np.logaddexp(mass, log_unk + self.new_mass.log_rho(name)))
             if np.isfinite(mass):
                 out[name] = mass
@@ -147,6 +149,8 @@ class OpenNslmStepper(NslmStepper):
         mass spread in proportion to P_open over its new members."""
         om, ctx = self.open_models[name], self.contexts[name]
         log_new = float(om.log_new_mass(ctx, self._states(om), self._cache(name))[0])
+        if not np.isfinite(log_new):  # no new member has any mass here
+            return np.full(len(members), -np.inf)
         return np.array([self._new_mass[name] + lp - log_new for _, lp in members])
 
     def new_members(self, name: str) -> list[tuple[str, float]]:

@@ -200,6 +200,13 @@ class OpenMicroModel:
         return self.gate is not None
 
     @property
+    def has_new_members(self) -> bool:
+        """Whether O_c holds anything beyond V_c (a listed class whose every member the
+        vocabulary holds, as the 31 days may, has none)."""
+        base = self.base
+        return not isinstance(base, EnumeratedBase) or len(base.strings) > len(base.vc_columns)
+
+    @property
     def gateable(self) -> bool:
         """Whether the class can have a gate: O_c listed, a metric against the context."""
         return (

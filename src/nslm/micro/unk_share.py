@@ -84,8 +84,15 @@ class NewMass:
             raise NslmError(f"open.json: malformed new_mass ({exc})") from None
 
 
-def fit_unk_shares(train: Split, class_names: Sequence[str], names: Sequence[str]) -> dict:
-    """ρ_c for each class in ``names`` from ``train`` (module docstring), with the counts."""
+def fit_unk_shares(
+    train: Split,
+    class_names: Sequence[str],
+    names: Sequence[str],
+    closed: Sequence[str] = (),
+) -> dict:
+    """ρ_c for each class in ``names`` from ``train`` (module docstring), with the counts;
+    the ``closed`` classes, whose open set is their vocabulary (no new member to give a
+    share to), get ρ_c = 0 and their tokens stay with the spelling model."""
     halves = train.article_ids % 2
     new_by_class = np.zeros(len(class_names))
     new_total = 0
@@ -97,7 +104,11 @@ def fit_unk_shares(train: Split, class_names: Sequence[str], names: Sequence[str
         new_total += len(new)
         new_by_class += np.bincount(train.rule_class_ids[new], minlength=len(class_names))
     return {
-        "rho": {c: float(new_by_class[class_names.index(c)] / max(new_total, 1)) for c in names},
+        "rho": {
+            c: 0.0 if c in closed else float(new_by_class[class_names.index(c)] / max(new_total, 1))
+            for c in names
+        },
+        "closed": sorted(closed),
         "new_tokens": int(new_total),
         "new_tokens_by_class": {c: int(new_by_class[class_names.index(c)]) for c in names},
     }
