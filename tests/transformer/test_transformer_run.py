@@ -127,6 +127,25 @@ def test_the_pass_is_kept_and_read_back(tiny_run, wt2_all) -> None:
     assert short.plain.endswith("\n") and short.tokens <= 40 and len(short.plain) < len(PLAIN)
 
 
+def test_a_kept_pass_is_found_from_another_install_of_the_same_checkpoint(tmp_path) -> None:
+    import shutil
+
+    from nslm.transformer.passes import pass_key
+
+    first = tmp_path / "a" / "model.gguf"
+    first.parent.mkdir()
+    first.write_bytes(b"0123456789")
+    second = tmp_path / "b" / "model.gguf"
+    second.parent.mkdir()
+    shutil.copy(first, second)
+    settings = {"window": 64, "stride": 40}
+    key = pass_key(str(first), "text", settings, None)
+    assert pass_key(str(second), "text", settings, None) == key  # another path, same file
+    assert pass_key(str(first), "text", settings, None, identity=False) != key  # the old key
+    second.write_bytes(b"012345678")  # another model: another key
+    assert pass_key(str(second), "text", settings, None) != key
+
+
 def test_class_words_are_spelt_by_the_transformer(tiny_run, wt2_all) -> None:
     from nslm.transformer.scoring import labels_of
 

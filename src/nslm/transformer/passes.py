@@ -48,6 +48,19 @@ class TextPass:
         return len(self.ids)
 
 
+def _link_as(kept: Path, path: Path) -> None:
+    """A pass kept under another key, linked under ``path`` too (with its JSON beside it)
+    where the file system allows; otherwise it is read where it is."""
+    import os
+
+    for source, target in ((kept, path), (kept.with_suffix(".json"), path.with_suffix(".json"))):
+        if source.is_file() and not target.exists():
+            try:
+                os.link(source, target)
+            except OSError:
+                return
+
+
 def cut_prefix(plain: str, offsets: np.ndarray, max_tokens: int) -> str:
     """``plain`` cut after the last line break that ends within its first ``max_tokens``
     Transformer tokens (the whole text if it is shorter)."""
@@ -58,9 +71,25 @@ def cut_prefix(plain: str, offsets: np.ndarray, max_tokens: int) -> str:
     return plain[: cut + 1] if cut > 0 else plain[:limit]
 
 
-def pass_key(source: str, plain: str, settings: dict[str, Any], members: Members | None) -> str:
+def checkpoint_identity(source: str) -> str:
+    """What names a checkpoint in a pass's key: its file's name and size, not its path, so
+    that the same model installed under another virtual environment finds its kept passes."""
+    path = Path(source)
+    return f"{path.name}:{path.stat().st_size}" if path.is_file() else source
+
+
+def pass_key(
+    source: str,
+    plain: str,
+    settings: dict[str, Any],
+    members: Members | None,
+    identity: bool = True,
+) -> str:
+    """The key a pass is kept under; ``identity=False``: the key of passes kept before the
+    checkpoint was named by :func:`checkpoint_identity` (by its path)."""
+    named = checkpoint_identity(source) if identity else source
     digest = hashlib.sha256()
-    digest.update(json.dumps({"format": FORMAT, "source": source, **settings}).encode())
+    digest.update(json.dumps({"format": FORMAT, "source": named, **settings}).encode())
     digest.update(plain.encode("utf-8", errors="surrogatepass"))
     if members is not None:
         digest.update(np.asarray(members.continuing).tobytes())
@@ -92,7 +121,12 @@ def score_text(
     key = pass_key(bundle.checkpoint.source, plain, bundle.settings(), members)
     path = cache_dir / f"{name}-{key}.safetensors" if cache_dir is not None else None
     if path is not None and not path.is_file():  # the same text kept under another name
-        path = next(iter(sorted(cache_dir.glob(f"*-{key}.safetensors"))), path)
+        legacy = pass_key(bundle.checkpoint.source, plain, bundle.settings(), members, False)
+        kept = [*sorted(cache_dir.glob(f"*-{key}.safetensors"))]
+        old = sorted(cache_dir.glob(f"*-{legacy}.safetensors"))
+        if not kept and old:  # kept under the path's key: link it under the file's too
+            _link_as(old[0], path)
+        path = next(iter(kept + old), path)
     if path is not None and path.is_file():
         scores = _read(path)
     else:
