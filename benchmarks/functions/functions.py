@@ -118,8 +118,6 @@ def main() -> None:
     parser.add_argument("--generation", type=int, default=100, help="conversions to generate after")
     args = parser.parse_args()
     t0 = time.perf_counter()
-    # the Transformer's rows first: its passes over WikiText-2 and EWT are read back from
-    # RUN/scores under a key of the run's members, which nothing fitted here may touch
     transformer = transformer_rows(args.transformer, args.generation) if args.transformer else None
     paths = locate_corpus("wikitext-2")
     documents = {s: corpus_file_documents(paths[s], "none") for s in SPLITS}
