@@ -318,7 +318,7 @@ def main() -> None:
     from machine import machine_info, today
     from nslm.files.json_policy import json_text
     from nslm.transformer.backbone import full_log_probs
-    from nslm.transformer.class_head import StartMass, start_token_sets
+    from nslm.transformer.class_head import StartMass
     from nslm.transformer.fit import (
         fit_context_models,
         fit_head,
@@ -394,8 +394,7 @@ def main() -> None:
     members = members_for(bundle, corpus)
     names = tuple(corpus.class_names)
     models = fit_micro_models(args.run, corpus)
-    size = int(bundle.checkpoint.config["vocab_size"])
-    starts = StartMass(bundle.model.lm_head.weight, start_token_sets(members, names[1:], size))
+    starts = StartMass.of(bundle, members, names[1:])
     head, choice = fit_head(args.run, scored["train"], names, scored["valid"], starts)
     fitted = fit_weights(
         args.run, scored["valid"], scored["train"], members, models, head, names, head_choice=choice

@@ -95,7 +95,11 @@ def open_predict_many(
             continue
         ids, log_known = full.within[c]
         states = last if om.needs_features else None
-        log_new = om.log_new_mass(contexts[name], states, caches[name])
+        log_new = (  # P_open(new | c, ctx): what a new member's share of P(<unk>) divides by
+            om.log_new_mass(contexts[name], states, caches[name])
+            if new_mass.shares_unk
+            else np.full(len(batch), -np.inf)
+        )
         for row, best in enumerate(om.top_new(contexts[name], k, states, caches[name])):
             tag = float(full.tag[row, c])
             share = -np.inf  # no new member at this row: the share stays with <unk>

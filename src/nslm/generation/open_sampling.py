@@ -33,7 +33,7 @@ import numpy as np
 from nslm.data.numbers import is_number, number_value
 from nslm.generation.nslm_sampling import NslmStepper, choose_reading
 from nslm.generation.sampling import Sampler
-from nslm.micro.logspace import logsumexp
+from nslm.micro.logspace import log1mexp, logsumexp
 from nslm.micro.model import MicroModel
 from nslm.micro.open_cache import TextCache
 from nslm.micro.open_set import OpenMicroModel
@@ -82,6 +82,7 @@ class OpenNslmStepper(NslmStepper):
         self.caches = self._prompt_caches(loaded, prompt, input_format)
         self.new_mass = new_mass if new_mass is not None else run_new_mass(loaded)
         self._new_mass: dict[str, float] = {}
+        self._log_new: dict[str, float] = {}  # log P_open(w ∉ V_c | c, ctx) this step
 
     def _prompt_caches(self, loaded, prompt: str, input_format: str) -> dict[str, Counter]:
         """The new members each open class's cache holds after the prompt."""
@@ -114,7 +115,7 @@ class OpenNslmStepper(NslmStepper):
                     ctx = self.contexts[name]
                     rows[name] = om.log_prob_known(ctx, self._states(om), self._cache(name))
             self._full = self.scorer.distribution(self._h, self.micro, self.names, rows)
-            self._new_mass = self._new_masses()
+            self._new_mass = self._new_masses(rows)
         return self._full
 
     def marginal(self) -> np.ndarray:
@@ -124,7 +125,7 @@ class OpenNslmStepper(NslmStepper):
         out[self.corpus.vocab.unk_id] += self.new_mass.log_spelled
         return out
 
-    def _new_masses(self) -> dict[str, float]:
+    def _new_masses(self, rows: dict[str, np.ndarray]) -> dict[str, float]:
         """Per open class with a tag and new members: log P(c | h) + log P_open(w ∉ V_c |
         c, ctx) (the escape's), plus log ρ_c + log P(<unk> | h) where the class shares
         P(<unk> | h)."""
@@ -134,8 +135,13 @@ class OpenNslmStepper(NslmStepper):
             c = self.names.index(name)
             if c not in self._full.within:  # a class the LM never tags
                 continue
-            ctx = self.contexts[name]
-            log_new = float(om.log_new_mass(ctx, self._states(om), self._cache(name))[0])
+            if self.new_mass.escape:  # the rows are P_open over V_c: the rest is new
+                known = min(float(logsumexp(rows[name][0])), 0.0)
+                log_new = float(log1mexp(np.array(known)))
+            else:
+                ctx = self.contexts[name]
+                log_new = float(om.log_new_mass(ctx, self._states(om), self._cache(name))[0])
+            self._log_new[name] = log_new
             if not np.isfinite(log_new):  # nothing outside V_c here
                 continue
             mass = float(self._full.tag[0, c]) + log_new if self.new_mass.escape else -np.inf
@@ -147,8 +153,7 @@ class OpenNslmStepper(NslmStepper):
     def _member_scores(self, name: str, members: list[tuple[str, float]]) -> np.ndarray:
         """log P(the next token is each listed new member of ``name``): the class's new
         mass spread in proportion to P_open over its new members."""
-        om, ctx = self.open_models[name], self.contexts[name]
-        log_new = float(om.log_new_mass(ctx, self._states(om), self._cache(name))[0])
+        log_new = self._log_new[name]
         if not np.isfinite(log_new):  # no new member has any mass here
             return np.full(len(members), -np.inf)
         return np.array([self._new_mass[name] + lp - log_new for _, lp in members])

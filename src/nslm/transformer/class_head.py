@@ -54,6 +54,13 @@ class StartMass:
         self._columns = torch.as_tensor(self.starts.T.astype(np.float32))  # (V, K)
         self._last: tuple[np.ndarray, np.ndarray] | None = None  # the last text's masses
 
+    @classmethod
+    def of(cls, bundle: Any, members: Any, names: Sequence[str]) -> StartMass:
+        """The start masses of the classes ``names`` under a loaded Transformer ``bundle``
+        (its output layer), their members spelt as ``members`` spells them."""
+        size = int(bundle.checkpoint.config["vocab_size"])
+        return cls(bundle.model.lm_head.weight, start_token_sets(members, names, size))
+
     def __call__(self, hidden: np.ndarray, chunk: int = 1024) -> np.ndarray:
         """(N, K) float64 log masses of ``hidden`` (N, D); a text scored again (the same
         array) is not recomputed."""

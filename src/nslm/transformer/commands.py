@@ -19,7 +19,7 @@ from nslm.data.text import to_plain
 from nslm.data.textfile import read_text
 from nslm.errors import NslmError
 from nslm.micro.store import load_micro_models
-from nslm.transformer.class_head import StartMass, start_token_sets
+from nslm.transformer.class_head import StartMass
 from nslm.transformer.fit import (
     FIT_FILE,
     MICRO_FILE,
@@ -56,35 +56,47 @@ def fit_transformer_run(
     keep_corpus(run_dir, corpus)
     bundle = load_backbone(cfg)
     members = members_for(bundle, corpus)
-    # Transformer tokens of each WikiText-2 prefix the fit scores (train: the head; valid: λ_c)
+    passes = prefix_passes(run_dir, cfg, bundle, corpus, members, budgets, progress)
+    models = fit_micro_models(run_dir, corpus)
+    return fit_above(run_dir, bundle, corpus, members, models, passes, progress)
+
+
+def prefix_passes(
+    run_dir: Path,
+    cfg: dict[str, Any],
+    bundle,
+    corpus,
+    members,
+    budgets: dict[str, int] | None = None,
+    progress: bool = True,
+) -> dict[str, TextPass]:
+    """The Transformer's passes over the WikiText-2 prefixes the fit reads (train: the
+    head; valid: λ_c), of ``cfg``'s token budgets (or ``budgets``'), kept in RUN/scores."""
     budgets = {
         "valid": cfg["fit_valid_tokens"],
         "train": cfg["fit_train_tokens"],
         **(budgets or {}),
     }
-    passes: dict[str, TextPass] = {}
-    for split, limit in budgets.items():
-        plain = corpus_plain(cfg["corpus"], split, 4000 if split == "train" else 0)
-        passes[split] = score_text(
+    return {
+        split: score_text(
             bundle,
             corpus,
             members,
-            plain,
+            corpus_plain(cfg["corpus"], split, 4000 if split == "train" else 0),
             split,
-            cache_dir=run_dir / "scores",
+            cache_dir=Path(run_dir) / "scores",
             max_tokens=limit,
             progress=progress,
         )
-    models = fit_micro_models(run_dir, corpus)
-    return fit_above(run_dir, bundle, corpus, members, models, passes, progress)
+        for split, limit in budgets.items()
+    }
 
 
 def fit_above(run_dir: Path, bundle, corpus, members, models, passes, progress: bool) -> dict:
     """The class head (on h alone or reading the Transformer's start masses too, chosen on
     valid), λ_c and the functions, from the train and valid prefixes' ``passes``."""
     names = tuple(corpus.class_names)
-    size = int(bundle.checkpoint.config["vocab_size"])
-    starts = StartMass(bundle.model.lm_head.weight, start_token_sets(members, names[1:], size))
+    starts = StartMass.of(bundle, members, names[1:])
     head, choice = fit_head(run_dir, passes["train"], names, passes["valid"], starts)
     payload = fit_weights(
         run_dir, passes["valid"], passes["train"], members, models, head, names, head_choice=choice
@@ -97,20 +109,9 @@ def refit_transformer_run(run_dir: Path, progress: bool = True) -> dict[str, Any
     fitted on (read back from RUN/scores) and its own micro-models and members: what
     :func:`fit_transformer_run` does after scoring, for a run fitted by an earlier version."""
     run = open_transformer_run(Path(run_dir), functions=False)
-    cfg = run.config
-    passes = {
-        split: score_text(
-            run.bundle,
-            run.corpus,
-            run.members,
-            corpus_plain(cfg["corpus"], split, 4000 if split == "train" else 0),
-            split,
-            cache_dir=run.run_dir / "scores",
-            max_tokens=cfg[f"fit_{split}_tokens"],
-            progress=progress,
-        )
-        for split in ("valid", "train")
-    }
+    passes = prefix_passes(
+        run.run_dir, run.config, run.bundle, run.corpus, run.members, progress=progress
+    )
     return fit_above(run.run_dir, run.bundle, run.corpus, run.members, run.models, passes, progress)
 
 
