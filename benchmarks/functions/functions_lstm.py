@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))  # share
 from bits_per_byte import class_bits_per_byte
 from nslm.data.fixed_vocab import prepare_text, prepare_text_file
 from nslm.data.locate import locate_corpus
-from nslm.data.numbers import NUMBER_CLASSES
+from nslm.data.numbers import NUMBER_CLASSES, is_number
 from nslm.evaluation.open_report import evaluate_open
 from nslm.functions.micro import FUNCTIONS_COLUMN, register, split_documents, with_functions
 from nslm.functions.model import FunctionModel
@@ -79,17 +79,28 @@ def lstm_rows(run: Path, functions: FunctionModel) -> dict:
     top1 = top1_exact(opened, functions, test, at, lams)
     out["computed_wt2_test"] = {
         column: {
-            "positions": len(at),
-            "bits_per_byte": -float(columns[column][at].sum()) / np.log(2) / int(size.sum()),
-            "p_gold_median": float(np.median(np.exp(columns[column][at]))),
-            "num_ppl_there": perplexity(columns[column][at]),
+            **at_positions(columns[column], at, size),
             "top1_exact": top1[column],
             "top1_reading": "the likeliest next token (predict) after the article up to the "
             "position, read afresh from the article's start",
         }
         for column in COLUMNS
     }
+    number = np.array([is_number(test.strings[p]) for p in at], dtype=bool)
+    out["computed_wt2_test_numbers"] = {
+        column: at_positions(columns[column], at[number], size[number]) for column in COLUMNS
+    }
     return out
+
+
+def at_positions(log_probs: np.ndarray, at: np.ndarray, size: np.ndarray) -> dict:
+    """Bits per byte, the median P(gold) and the perplexity of ``log_probs`` at ``at``."""
+    return {
+        "positions": len(at),
+        "bits_per_byte": -float(log_probs[at].sum()) / np.log(2) / int(size.sum()),
+        "p_gold_median": float(np.median(np.exp(log_probs[at]))),
+        "num_ppl_there": perplexity(log_probs[at]),
+    }
 
 
 def top1_exact(opened, functions, text, at: np.ndarray, lams: dict, chunk: int = 16) -> dict:

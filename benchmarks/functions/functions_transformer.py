@@ -326,6 +326,9 @@ def transformer_rows(run_dir: Path, generation_limit: int = 100, progress: bool 
         if name == "test":
             positions = function_positions(text_pass, run.functions)
             out["computed_wt2_test"] = computed(parts[name], scored, positions)
+            strings = text_pass.text.strings
+            numbers = [(p, n) for p, n in positions if is_number(strings[p])]
+            out["computed_wt2_test_numbers"] = computed(parts[name], scored, numbers)
         if progress:
             print(f"{key}: {out[key]}", flush=True)
     test = passes["test"]

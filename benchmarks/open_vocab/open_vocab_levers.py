@@ -25,7 +25,9 @@ benchmarks/results/open_vocab_levers.json:
   are new), once by their likelihood and once to minimise the adjusted ratio while the proper
   one stays ≤ 0.7: upper bounds, which no estimator fitted on training text can pass.
 
-The variants are fitted on nothing of EWT: they shift one parameter of the fitted open
+Every variant takes its new members' mass as the run does (RUN/open.json's ``new_mass``:
+``new_mass`` here), and EWT is read document by document, as open_vocab.py reads it. The
+variants are fitted on nothing of EWT: they shift one parameter of the fitted open
 micro-models to see how far each lever can move the two ratios.
 """
 
@@ -35,7 +37,7 @@ import copy
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +52,7 @@ from nslm.micro.logspace import log1mexp
 from nslm.micro.open_cache import CacheWeight
 from nslm.micro.open_set import KnownWeight, OpenMicroModel
 from nslm.runs.open import open_run
-from nslm.runs.open_micro import run_open_models
+from nslm.runs.open_micro import run_new_mass, run_open_models
 from nslm.scores.spelling import fit_spelling
 from texts import ewt_text
 
@@ -234,8 +236,12 @@ def main() -> None:
     text = prepare_text(loaded.corpus, ewt_text(), "ewt", "UD English EWT test", "plain")
     numbers = row_masks(text.split, names)["Numbers"]
 
+    kept = run_new_mass(loaded)  # where the run's new members take their mass from
+    rho = {names.index(c): r for c, r in kept.rho.items()} or None
+
     def score(models: dict) -> OpenScores:
-        return open_scores(scorer, text, plain, models, spelling, names)
+        scores = open_scores(scorer, text, plain, models, spelling, names)
+        return replace(scores, rho=rho, new_mass=kept.how)
 
     variants = {}
     as_fitted = score(fitted)
@@ -257,6 +263,7 @@ def main() -> None:
     result = {
         "run": str(args.run),
         "lambdas": lams,
+        "new_mass": kept.how,
         "variants": variants,
         "handout": handout(as_fitted, numbers),
         "escape_ceiling": escape_ceiling(

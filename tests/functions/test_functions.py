@@ -107,6 +107,36 @@ def test_convert_reads_compound_quantities_ranges_and_signs(model: FunctionModel
     ref = model.functions["convert"].reference(second, len(second))
     assert ref is not None and ref.value == pytest.approx(3.728, rel=1e-3)  # 6 km
     assert model.functions["convert"].reference(tokens_of("In 1914 ("), 3) is None
+    half = tokens_of("He cleared 5 feet 8.5 inches (")  # a half inch: 68.5 inches, 3 figures
+    ref = model.functions["convert"].reference(half, len(half))
+    assert ref is not None and ref.detail.startswith("5 feet 8.5 in =")
+    assert ref.value == pytest.approx(68.5 * 0.0254 / 1000, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("text", "quantity"),
+    [
+        ("It runs 5 – 6 km (", 5),  # a range's start
+        ("It runs 0 – 150 km (", 0.0),  # a range from 0
+        ("The plate thins from 203 to 102 km (", 203),  # a range that falls
+        ("The field is 100 by 80 km (", 100),  # a size: its first side
+        ("It rose in 1914 to 38 km (", 38),  # a year and a quantity: no range
+    ],
+)
+def test_a_conversion_reads_a_range_only_where_it_is_one(
+    model: FunctionModel, text: str, quantity: float
+) -> None:
+    tokens = tokens_of(text)
+    ref = model.functions["convert"].reference(tokens, len(tokens))
+    assert ref is not None and ref.detail.startswith(f"{quantity:g} km =")
+
+
+def test_a_conversion_offers_no_rounding_far_from_its_value(model: FunctionModel) -> None:
+    tokens = tokens_of("Winds reached 230 km (")  # 142.9 mi: one figure fewer would be 100
+    ref = model.functions["convert"].reference(tokens, len(tokens))
+    assert ref is not None and "143" in ref.texts() and "100" not in ref.texts()
+    for text in ref.texts():
+        assert any(abs(float(text.replace(",", "")) - v) <= 0.05 * v for v in ref.exact)
 
 
 def test_season_age_years_later_and_percent(model: FunctionModel) -> None:

@@ -75,6 +75,9 @@ NUMBER_WORDS = {
     )
 }
 NUMBER_WORDS |= {"thirty": 30, "forty": 40, "fifty": 50, "hundred": 100}
+MAX_ROUNDING = (
+    0.05  # a conversion rounded further than this from its value is none (chosen on valid)
+)
 TARGET_UNITS = 6  # the units a quantity may be converted into, most often first
 YEAR_WINDOW = 80  # tokens back in which a function looks for the year it counts from
 
@@ -123,7 +126,7 @@ class Convert(Function):
         q, source = found
         # "5 – 6 kg ( 11 – 13 lb )": the number right after "(" converts the range's start
         opening = before in ("(", ";")
-        if opening and q >= 2 and tokens[q - 1] in RANGE_WORDS and is_number(tokens[q - 2]):
+        if opening and q >= 2 and tokens[q - 1] in RANGE_WORDS and _range_start(tokens, q):
             found = (q - 2, source)
         quantity, figures, first = _quantity(tokens, *found)
         said_number = tokens[found[0]] if first == found[0] else f"{abs(quantity):g}"
@@ -144,7 +147,9 @@ class Convert(Function):
             decimals = template_decimals(said_number, quantity, value, kelvin)
             options.append(Option(f"u{rank}:template", written(abs(value), decimals)))
             options += [
-                Option(k, t) for k, t in significant_options(abs(value), figures, f"u{rank}:")
+                Option(k, t)
+                for k, t in significant_options(abs(value), figures, f"u{rank}:")
+                if abs(number_value(t) - abs(value)) <= MAX_ROUNDING * abs(value)
             ]
             if unit.name in SMALLER_UNIT and abs(value) >= 1:  # "( 5 ft 8.4 in )": whole feet
                 options.append(Option(f"u{rank}:whole", written(_whole(abs(value), unit))))
@@ -170,6 +175,16 @@ class Convert(Function):
             exact=tuple(exact),  # every unit's result agrees: "550 metres ( 600 yd )"
             style=conditions[1],
         )
+
+
+def _range_start(tokens: Sequence[str], q: int) -> bool:
+    """Whether the number two before ``q`` starts a range that ends at ``q`` ("0 – 150 m",
+    "from 203 to 102 mm", "100 by 80 metres"): its ends lie within a factor of 20 of each
+    other ("rose in 1914 to 38.6 ° C" is no range), or it starts at 0."""
+    if not is_number(tokens[q - 2]):
+        return False
+    low, high = sorted((number_value(tokens[q - 2]), number_value(tokens[q])))
+    return low == 0 or high <= 20 * low
 
 
 def _whole(value: float, unit: Unit) -> int:
@@ -211,8 +226,11 @@ def _quantity(tokens: Sequence[str], q: int, unit: Unit) -> tuple[float, int, in
             at = q - larger[1] - 1
             if at >= 0 and is_number(tokens[at]):
                 total = convert_value(number_value(tokens[at]), larger[0], unit) + value
-                if abs(total - round(total)) < 1e-9:  # 4 feet 7 inches: 55 inches
-                    value, figures, first = round(total), len(str(round(total))), at
+                places = len(tokens[q].partition(".")[2])  # 5 feet 8.5 inches: 68.5 inches
+                if abs(total - round(total, places)) < 1e-9:  # 4 feet 7 inches: 55 inches
+                    total = round(total, places)
+                    digits = f"{total:.{places}f}".replace(".", "").lstrip("0")
+                    value, figures, first = total, len(digits), at
     if first >= 1 and tokens[first - 1] in MINUS_SIGNS:
         value, first = -value, first - 1
     return value, figures, first
