@@ -175,6 +175,7 @@ def test_the_new_members_mass_is_chosen_on_valid_and_kept(open_run_dir: Path, tm
     assert set(figures) == set(NEW_MASS)
     assert kept.how == min(figures, key=lambda h: figures[h]["valid"]["ppl_proper"])
     assert 0 < kept.rho["year"] < 1 and evidence["fitted_on"]["new_tokens"] > 0
+    assert evidence["known_shift"] == {"classes": [], "kept": 0.0, "at_grid_edge": False}
     write_run_open(loaded, models, (kept, evidence))
     assert run_new_mass(load_run(run)) == kept
     # a class whose open set is its vocabulary has no new member to take a share

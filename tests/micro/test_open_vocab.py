@@ -85,6 +85,25 @@ def test_known_weight_keeps_the_open_set_proper(weights, seen, a, b) -> None:
     np.testing.assert_allclose(log_p[0, unseen], known[0, unseen] - log_z[0], rtol=1e-12)
 
 
+def test_a_known_weight_shift_moves_mass_to_the_known_members(models) -> None:
+    """δ (chosen on valid by nslm micro fit) adds to a: the known members' γ rises by δ, the
+    model stays proper, and the shift is kept in the class's parameters."""
+    from nslm.evaluation.open_report import value_classes, with_known_shift
+
+    log_freq = np.log(np.array([0.5, 0.25, 0.25]))
+    base, moved = KnownWeight(-1.0, 0.5), KnownWeight(-1.0, 0.5, shift=2.0)
+    np.testing.assert_allclose(moved.gamma(log_freq) - base.gamma(log_freq), 2.0)
+    assert value_classes(models) == ["round"]
+    shifted = with_known_shift(models, 1.5)
+    for name, om in shifted.items():
+        want = 1.5 if name in value_classes(models) else 0.0
+        assert om.weight.shift == want and models[name].weight.shift == 0.0
+        params = om.get_params()
+        assert params["known_weight"]["shift"] == want
+        again = OpenMicroModel.from_params(params, om.micro, om.tensors())
+        assert again.weight == om.weight
+
+
 @pytest.mark.parametrize("name", ENUMERATED)
 def test_enumerated_open_set_sums_to_one(models, loaded, name: str) -> None:
     om = models[name]

@@ -219,7 +219,12 @@ def _fit_run(
             fitting("new members' mass, chosen on valid")
             try:
                 new_mass = fit_run_new_mass(loaded, plain, models)
-                click.echo(f"  new members' mass: {new_mass[0].how}", err=True)
+                shift = new_mass[1]["known_shift"]["kept"]
+                click.echo(
+                    f"  new members' mass: {new_mass[0].how}; value classes' known-weight "
+                    f"shift δ {shift:g}",
+                    err=True,
+                )
             except NslmError as exc:  # no valid text to choose on: the escape, as before
                 click.echo(f"  new members' mass: the escape ({exc})", err=True)
         written = write_run_open(loaded, models, new_mass)

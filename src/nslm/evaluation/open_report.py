@@ -7,9 +7,10 @@ and, when the run has context-aware micro-models, NSLM-context and NSLM-context-
 each ensemble is tuned on the validation aggregate (proper), as the closed tables tune
 theirs; without a validation text (``eval --text``) λ is the closed table's. The open
 micro-models are the run's own (RUN/open.json): their weights fitted on the training text by
-deleted estimation, and two choices made on validation, the L2 weight of a class's gate on
-the LM's state (and whether it is kept) and ``known_shape``, how the known members share
-their mass (:mod:`nslm.micro.open_set`).
+deleted estimation, and the choices made on validation: the L2 weight of a class's gate on
+the LM's state (and whether it is kept), ``known_shape``, how the known members share
+their mass (:mod:`nslm.micro.open_set`), where the new members' mass comes from, and the
+value classes' known-weight shift δ (:func:`choose_known_shift`).
 """
 
 from __future__ import annotations
@@ -212,14 +213,84 @@ def render_open(result: dict[str, Any]) -> str:
     return "\n\n".join(blocks)
 
 
+SHIFT_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)  # δ: widened past an edge
+SHIFT_WIDENINGS = 3
+
+
+def value_classes(models: dict[str, OpenMicroModel]) -> list[str]:
+    """The unbounded number classes: those whose base is a value model (every spelling)."""
+    from nslm.micro.open_values import ValueBase
+
+    return [n for n, om in models.items() if isinstance(om.base, ValueBase)]
+
+
+def with_known_shift(models: dict[str, OpenMicroModel], shift: float) -> dict:
+    """The open micro-models with the value classes' known weight shifted by δ = ``shift``
+    (:class:`nslm.micro.open_set.KnownWeight`); the others as they are."""
+    import copy
+
+    out = dict(models)
+    for name in value_classes(models):
+        om = copy.copy(models[name])
+        om.weight = replace(om.weight, shift=shift)
+        out[name] = om
+    return out
+
+
+def choose_known_shift(
+    scorer: Scorer,
+    valid: TextSplit,
+    micro: dict,
+    models: dict[str, OpenMicroModel],
+    spelling: SpellingModel,
+    class_names: Sequence[str],
+    new_mass: NewMass,
+) -> tuple[float, dict[str, Any]]:
+    """δ, the value classes' known-weight shift (:class:`nslm.micro.open_set.KnownWeight`),
+    chosen on ``valid``: each δ of :data:`SHIFT_GRID` (widened past an edge) with λ tuned
+    for it, the one whose NSLM-open Numbers perplexity (proper) is lowest. The deleted
+    estimation's halves each know the members of half the training articles, so they meet
+    more new members than a text after the whole training set: the shift the validation
+    text asks for says by how much. Returns δ and the evidence."""
+    tried: dict[float, dict[str, float]] = {}
+    if not value_classes(models):
+        return 0.0, {"classes": [], "kept": 0.0, "at_grid_edge": False}
+
+    def score(shift: float) -> None:
+        shifted = with_known_shift(models, shift)
+        evaluation = evaluate_open(
+            scorer, {"plain": micro}, shifted, spelling, {"valid": valid}, class_names
+        ).with_new_mass(new_mass)
+        lam = evaluation.lambdas("Numbers")["NSLM-open"]
+        row = evaluation.table("valid", {"NSLM-open": lam})["NSLM-open"]["Numbers"]
+        tried[shift] = {"lambda": lam, "ppl_proper": row["ppl_proper"]}
+
+    for shift in SHIFT_GRID:
+        score(shift)
+    for _ in range(SHIFT_WIDENINGS):
+        best = min(tried, key=lambda d: tried[d]["ppl_proper"])
+        if best not in (min(tried), max(tried)):
+            break
+        score(best * 2 if best == max(tried) else best - 1.0)
+    best = min(tried, key=lambda d: tried[d]["ppl_proper"])
+    return best, {
+        "classes": value_classes(models),
+        "valid_numbers": {f"{d:g}": v for d, v in sorted(tried.items())},
+        "kept": best,
+        "at_grid_edge": best in (min(tried), max(tried)),
+    }
+
+
 def fit_run_new_mass(
     loaded: Any, micro: dict, models: dict[str, OpenMicroModel]
 ) -> tuple[NewMass, dict]:
     """Where NSLM-open's new members take their mass from, chosen on the run's valid split
     (:meth:`OpenEvaluation.choose_new_mass`): ρ_c fitted on the
     training halves (:func:`nslm.micro.unk_share.fit_unk_shares`), then the escape, ρ_c of
-    P(<unk> | h), or both, whichever gives valid's Numbers the lowest perplexity. Returns
-    it and the evidence (each estimator's λ and valid Numbers perplexity)."""
+    P(<unk> | h), or both, whichever gives valid's Numbers the lowest perplexity; then, with
+    that estimator, the value classes' known-weight shift δ (:func:`choose_known_shift`),
+    set on ``models``. Returns the estimator and the evidence (each estimator's λ and valid
+    Numbers perplexity; each δ's)."""
     from nslm.data.fixed_vocab import prepare_text_file
     from nslm.data.locate import locate_corpus
     from nslm.micro.unk_share import fit_unk_shares
@@ -231,8 +302,10 @@ def fit_run_new_mass(
     shares = fit_unk_shares(corpus.train, names, list(models), closed)
     paths = locate_corpus(loaded.cfg.corpus, download=False)
     valid = prepare_text_file(corpus, paths["valid"], "valid", "tokenized")
-    evaluation = evaluate_open(
-        loaded.scorer(), {"plain": micro}, models, fit_spelling(corpus), {"valid": valid}, names
-    )
+    scorer, spelling = loaded.scorer(), fit_spelling(corpus)
+    evaluation = evaluate_open(scorer, {"plain": micro}, models, spelling, {"valid": valid}, names)
     kept, figures = evaluation.choose_new_mass(shares["rho"])
-    return kept, {"estimators": figures, "fitted_on": shares}
+    shift, evidence = choose_known_shift(scorer, valid, micro, models, spelling, names, kept)
+    for name, om in with_known_shift(models, shift).items():
+        models[name] = om
+    return kept, {"estimators": figures, "fitted_on": shares, "known_shift": evidence}

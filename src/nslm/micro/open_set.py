@@ -87,14 +87,21 @@ KNOWN_SHAPES = ("open", "micro")  # how the known members share their mass (modu
 
 @dataclass
 class KnownWeight:
-    """γ(w) = a + b · log f(w) on the members of V_c (f: training frequency in the class)."""
+    """γ(w) = a + δ + b · log f(w) on the members of V_c (f: training frequency in the
+    class). a and b come from the deleted estimation; δ (``shift``, 0 unless chosen) from
+    validation text: a held-out half has met its classes' members in half the training
+    articles only, so it sees more new members than a text after the whole training set
+    does, and a + b · log f, fitted there, gives the known members too little
+    (:func:`nslm.evaluation.open_report.choose_known_shift`)."""
 
     a: float = 0.0
     b: float = 0.0
+    shift: float = 0.0
 
     def gamma(self, log_freq: np.ndarray) -> np.ndarray:
         seen = np.isfinite(log_freq)
-        return np.where(seen, self.a + self.b * np.where(seen, log_freq, 0.0), -np.inf)
+        a = self.a + self.shift
+        return np.where(seen, a + self.b * np.where(seen, log_freq, 0.0), -np.inf)
 
 
 def log_open(log_v_known: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -476,7 +483,7 @@ class OpenMicroModel:
         """Everything but the gate's tensors (:meth:`tensors`, for safetensors)."""
         out = {
             "class": self.cls.name,
-            "known_weight": {"a": self.weight.a, "b": self.weight.b},
+            "known_weight": dataclasses.asdict(self.weight),
             "base": self.base.get_params(),
             "how": self.how,
         }
