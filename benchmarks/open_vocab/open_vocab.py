@@ -10,6 +10,8 @@ Writes benchmarks/results/open_vocab.json:
   training halves (``rho``; nslm.micro.unk_share), or both; per estimator λ and each text's
   Numbers perplexity, proper and adjusted; ``better_on_valid``: the best on valid Numbers,
   proper; ``kept``: the one the run's scoring uses, which every other figure here uses;
+- ``known_shift``: δ, the value classes' known-weight shift, as ``nslm micro fit`` chose it
+  on valid (each δ's valid Numbers perplexity; nslm.evaluation.open_report.choose_known_shift);
 - ``escapes``: per open class, the probability that its next member is new (mean over the
   class's validation tokens) and ``how`` it was fitted, with the fitted parameters;
 - ``sums_to_one_enumerated``: per text (WikiText-2 test, EWT), max |Σ − 1| of NSLM-open
@@ -64,6 +66,7 @@ from nslm.data.locate import locate_corpus
 from nslm.evaluation.open_report import evaluate_open
 from nslm.evaluation.open_tables import row_masks
 from nslm.files.atomic import write_json_atomic
+from nslm.files.json_policy import read_json
 from nslm.generation.open_predict import open_predict_many
 from nslm.micro.logspace import logsumexp
 from nslm.micro.open_enumerated import EnumeratedBase
@@ -499,12 +502,14 @@ def main() -> None:
     lams = evaluation.lambdas("Numbers")
     log(f"new members' mass: {new_mass['kept']}; λ on valid Numbers (proper): {lams}")
     result: dict = {"run": str(args.run), "lambdas": lams, "new_mass": new_mass}
+    # δ, the value classes' known-weight shift, as `nslm micro fit` chose it on valid
+    result["known_shift"] = read_json(args.run / "open.json").get("new_mass", {}).get("known_shift")
     new_rate = evaluation.escapes("valid")
     result["escapes"] = {
         name: {
             "value": new_rate.get(name),
             "how": om.how,
-            "known_weight": {"a": om.weight.a, "b": om.weight.b},
+            "known_weight": {"a": om.weight.a, "b": om.weight.b, "shift": om.weight.shift},
             "base": {
                 k: v
                 for k, v in om.base.get_params().items()

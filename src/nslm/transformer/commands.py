@@ -263,6 +263,7 @@ def fit_run_functions(run_dir: Path, progress: bool = True) -> dict:
     fitted on (its pass read back from RUN/scores); writes RUN/functions.json."""
     from nslm.transformer.functions import (
         WEIGHT_GRID,
+        WIDEST_WEIGHT,
         fit_function_weights,
         fit_functions,
         write_functions,
@@ -289,7 +290,7 @@ def fit_run_functions(run_dir: Path, progress: bool = True) -> dict:
     return {
         "weights": weights,
         "weight_grid": list(WEIGHT_GRID),
-        "at_grid_edge": sorted(n for n, v in weights.items() if v == WEIGHT_GRID[-1]),
+        "at_grid_edge": sorted(n for n, v in weights.items() if v >= WIDEST_WEIGHT),
         "valid_log_prob": total,
         "valid_sites": len(parts.sites),
     }

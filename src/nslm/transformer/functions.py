@@ -30,7 +30,8 @@ WEIGHT_GRID = (
     0.9,
     0.95,
     0.98,
-)  # λ_f: W = 1 would leave no mass
+)  # λ_f: widened towards 1 past its top (WIDEST_WEIGHT)
+WIDEST_WEIGHT = 0.999  # W = 1 would leave the Transformer no mass
 
 
 def fit_functions(corpus: str, classes: str) -> FunctionModel:
@@ -77,14 +78,22 @@ def read_functions(run_dir: Path) -> tuple[FunctionModel, dict[str, float]] | No
 
 def fit_function_weights(parts, lams, rounds: int = 2) -> tuple[dict[str, float], float]:
     """λ_f per function by coordinate search over :data:`WEIGHT_GRID` on the text's total
-    log-probability (valid), the classes' weights ``lams`` fixed: (λ_f, total nats).
+    log-probability (valid), the classes' weights ``lams`` fixed, a choice at the grid's top
+    moved on towards :data:`WIDEST_WEIGHT`: (λ_f, total nats).
     ``parts``: a :class:`nslm.transformer.scoring.MixtureParts` made with functions."""
     from nslm.transformer.scoring import coordinate_search
 
     names = sorted({name for s in parts.sites.values() for name, _, _ in s.firings})
-    return coordinate_search(
-        names,
-        WEIGHT_GRID,
-        lambda weights: float(parts.score(lams, weights).log_probs.sum()),
-        rounds,
-    )
+
+    def total(weights: dict[str, float]) -> float:
+        return float(parts.score(lams, weights).log_probs.sum())
+
+    weights, best = coordinate_search(names, WEIGHT_GRID, total, rounds)
+    for name in names:  # a choice at the grid's top: halve its distance to 1 while it helps
+        while WEIGHT_GRID[-1] <= weights[name] < WIDEST_WEIGHT:
+            trial = {**weights, name: min(WIDEST_WEIGHT, 1 - (1 - weights[name]) / 2)}
+            score = total(trial)
+            if score <= best + 1e-9:
+                break
+            weights, best = trial, score
+    return weights, best
