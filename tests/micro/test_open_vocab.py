@@ -322,6 +322,29 @@ def test_rho_is_each_class_share_of_the_tokens_one_half_never_saw() -> None:
     assert got["rho"] == {"year": 0.5, "city": 0.0}
 
 
+def test_rescoring_a_value_class_matches_scoring_anew(models, loaded, micro) -> None:
+    """nslm micro fit tries each known-weight shift δ by swapping the value classes' open
+    models into one scoring of valid (open_vocab.rescored): it must give what scoring the
+    text anew with the shifted models gives, known tokens and unseen ones alike."""
+    from nslm.evaluation.open_report import with_known_shift
+    from nslm.evaluation.open_vocab import rescored
+
+    corpus = loaded.corpus
+    line = "The city had 20,000 people in 1990 , 370,000 in 2027 and 7,000,000 in 2031 .\n"
+    text = prepare_text(corpus, line * 3, input_format="tokenized")
+    spelling, names = fit_spelling(corpus), corpus.class_names
+    opened = {n: models[n] for n in ("year", "round")}
+    base = open_scores(loaded.scorer(), text, micro, opened, spelling, names)
+    shifted = with_known_shift(opened, 2.0)
+    want = open_scores(loaded.scorer(), text, micro, shifted, spelling, names)
+    got = rescored(base, text, opened, {"round": shifted["round"]}, names)
+    unseen_round = text.split.oov_class_mask & (text.split.rule_class_ids == names.index("round"))
+    assert np.isfinite(want.route[unseen_round]).any()  # an unseen round number is read
+    assert not np.allclose(base.route[unseen_round], want.route[unseen_round])  # δ moves it
+    for field in ("open_known", "route", "new_share"):
+        np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=1e-10)
+
+
 def test_open_scores_add_the_class_reading_at_unseen_class_tokens(models, loaded, micro) -> None:
     corpus = loaded.corpus
     line = "The tower was built in 1990 , rebuilt in 2027 and sold in 2031 to a zyzzyvax firm"

@@ -24,7 +24,7 @@ import numpy as np
 from nslm.data.corpus import PreparedCorpus, Split
 from nslm.data.fixed_vocab import TextSplit
 from nslm.evaluation.open_tables import open_rows, render_open_table, row_masks
-from nslm.evaluation.open_vocab import OpenScores, gate_states, open_scores
+from nslm.evaluation.open_vocab import OpenScores, gate_states, open_scores, rescored
 from nslm.evaluation.tables import TABLES, table_classes, tables_for
 from nslm.micro.open_set import OpenMicroModel
 from nslm.micro.unk_share import NEW_MASS, NewMass
@@ -253,13 +253,16 @@ def choose_known_shift(
     more new members than a text after the whole training set: the shift the validation
     text asks for says by how much. Returns δ and the evidence."""
     tried: dict[float, dict[str, float]] = {}
-    if not value_classes(models):
+    names = value_classes(models)
+    if not names:
         return 0.0, {"classes": [], "kept": 0.0, "at_grid_edge": False}
+    base = open_scores(scorer, valid, micro, models, spelling, class_names)  # the LM read once
 
     def score(shift: float) -> None:
         shifted = with_known_shift(models, shift)
-        evaluation = evaluate_open(
-            scorer, {"plain": micro}, shifted, spelling, {"valid": valid}, class_names
+        moved = rescored(base, valid, models, {n: shifted[n] for n in names}, class_names)
+        evaluation = OpenEvaluation(
+            {"valid": {"plain": moved}}, {"valid": valid.split}, shifted, class_names, scorer
         ).with_new_mass(new_mass)
         lam = evaluation.lambdas("Numbers")["NSLM-open"]
         row = evaluation.table("valid", {"NSLM-open": lam})["NSLM-open"]["Numbers"]

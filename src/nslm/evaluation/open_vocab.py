@@ -227,6 +227,45 @@ def _open_known(
     return out
 
 
+def rescored(
+    scores: OpenScores,
+    text: TextSplit,
+    before: dict[str, OpenMicroModel],
+    after: dict[str, OpenMicroModel],
+    class_names: Sequence[str],
+) -> OpenScores:
+    """``scores`` (made with the open models ``before``) with the classes of ``after`` read
+    by its models instead, the LM not run again: each class's known tokens' P_open, its
+    unseen tokens' class reading (P(c | h) kept, P_open swapped) and new-member share. For
+    ungated open models over plain micro-models (a value class's), whose reading needs no
+    LM state."""
+    split, strings = text.split, list(text.strings)
+    known, route = scores.open_known.copy(), scores.route.copy()
+    new_share = None if scores.new_share is None else scores.new_share.copy()
+    for name, om in after.items():
+        if om.needs_features or before[name].needs_features:
+            raise ValueError(f"<{name}>: a gated open model reads the LM's state; score anew")
+        positions, _ = om.cls.positions(split)
+        if len(positions):
+            ctx = om.cls.context(split, positions, om.micro.context)
+            cache = om.text_cache(split, strings, positions)
+            known[positions] = om.log_prob([strings[p] for p in positions], ctx, None, cache)
+        unseen = split.oov_class_mask & (split.rule_class_ids == class_names.index(name))
+        pos = np.flatnonzero(unseen & np.isfinite(route))
+        if not len(pos):
+            continue
+        ctx = om.cls.context(split, pos, om.micro.context)
+        words = [strings[p] for p in pos]
+        old = before[name].log_prob(words, ctx, None, before[name].text_cache(split, strings, pos))
+        cache = om.text_cache(split, strings, pos)
+        log_open = om.log_prob(words, ctx, None, cache)
+        route[pos] += log_open - old  # log P(c | h) + log P_open, with the new P_open
+        if new_share is not None:
+            with np.errstate(invalid="ignore"):
+                new_share[pos] = log_open - om.log_new_mass(ctx, None, cache)
+    return replace(scores, open_known=known, route=route, new_share=new_share)
+
+
 def open_routes(
     scorer: Scorer,
     split: Split,

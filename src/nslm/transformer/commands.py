@@ -101,7 +101,7 @@ def fit_above(run_dir: Path, bundle, corpus, members, models, passes, progress: 
     payload = fit_weights(
         run_dir, passes["valid"], passes["train"], members, models, head, names, head_choice=choice
     )
-    return {**payload, "functions": fit_run_functions(run_dir, progress)}
+    return {**payload, "functions": fit_run_functions(run_dir, progress, passes["valid"])}
 
 
 def refit_transformer_run(run_dir: Path, progress: bool = True) -> dict[str, Any]:
@@ -258,9 +258,10 @@ def eval_text(run: TransformerRun, text: str, name: str = "text") -> dict[str, A
     return out
 
 
-def fit_run_functions(run_dir: Path, progress: bool = True) -> dict:
-    """Fit a Transformer run's functions on its corpus and λ_f on the valid prefix it was
-    fitted on (its pass read back from RUN/scores); writes RUN/functions.json."""
+def fit_run_functions(run_dir: Path, progress: bool = True, valid: TextPass | None = None) -> dict:
+    """Fit a Transformer run's functions on its corpus and λ_f on the valid prefix its λ_c
+    were fitted on (``valid``, that prefix's pass; else the config's, read back from
+    RUN/scores); writes RUN/functions.json."""
     from nslm.transformer.functions import (
         WEIGHT_GRID,
         WIDEST_WEIGHT,
@@ -272,16 +273,17 @@ def fit_run_functions(run_dir: Path, progress: bool = True) -> dict:
     run = open_transformer_run(Path(run_dir), functions=False)
     cfg = run.config
     model = fit_functions(cfg["corpus"], str(run.corpus.meta.get("classes_option", "all")))
-    valid = score_text(
-        run.bundle,
-        run.corpus,
-        run.members,
-        corpus_plain(cfg["corpus"], "valid"),
-        "valid",
-        cache_dir=run.run_dir / "scores",
-        max_tokens=cfg["fit_valid_tokens"],
-        progress=progress,
-    )
+    if valid is None:
+        valid = score_text(
+            run.bundle,
+            run.corpus,
+            run.members,
+            corpus_plain(cfg["corpus"], "valid"),
+            "valid",
+            cache_dir=run.run_dir / "scores",
+            max_tokens=cfg["fit_valid_tokens"],
+            progress=progress,
+        )
     parts = MixtureParts(
         valid, run.members, run.models, run.head, run.class_names, cache=True, functions=model
     )

@@ -35,7 +35,7 @@ DEFAULTS = {
     "classes": "all",
     "threads": 0,
     "fit_train_tokens": 80_000,  # Transformer tokens of WikiText-2 train: the class head
-    "fit_valid_tokens": 30_000,  # and of valid: the weights λ_c
+    "fit_valid_tokens": 0,  # and of valid (0: all of it): the weights λ_c and λ_f
 }
 
 
