@@ -277,7 +277,7 @@ def choose_known_shift(
         score(best * 2 if best == max(tried) else best - 1.0)
     best = min(tried, key=lambda d: tried[d]["ppl_proper"])
     return best, {
-        "classes": value_classes(models),
+        "classes": names,
         "valid_numbers": {f"{d:g}": v for d, v in sorted(tried.items())},
         "kept": best,
         "at_grid_edge": best in (min(tried), max(tried)),
@@ -309,6 +309,5 @@ def fit_run_new_mass(
     evaluation = evaluate_open(scorer, {"plain": micro}, models, spelling, {"valid": valid}, names)
     kept, figures = evaluation.choose_new_mass(shares["rho"])
     shift, evidence = choose_known_shift(scorer, valid, micro, models, spelling, names, kept)
-    for name, om in with_known_shift(models, shift).items():
-        models[name] = om
+    models.update(with_known_shift(models, shift))
     return kept, {"estimators": figures, "fitted_on": shares, "known_shift": evidence}

@@ -238,7 +238,7 @@ def rescored(
     by its models instead, the LM not run again: each class's known tokens' P_open, its
     unseen tokens' class reading (P(c | h) kept, P_open swapped) and new-member share. For
     ungated open models over plain micro-models (a value class's), whose reading needs no
-    LM state."""
+    LM state; ``after``'s models read the class's members as ``before``'s do (one cache)."""
     split, strings = text.split, list(text.strings)
     known, route = scores.open_known.copy(), scores.route.copy()
     new_share = None if scores.new_share is None else scores.new_share.copy()
@@ -256,8 +256,8 @@ def rescored(
             continue
         ctx = om.cls.context(split, pos, om.micro.context)
         words = [strings[p] for p in pos]
-        old = before[name].log_prob(words, ctx, None, before[name].text_cache(split, strings, pos))
         cache = om.text_cache(split, strings, pos)
+        old = before[name].log_prob(words, ctx, None, cache)
         log_open = om.log_prob(words, ctx, None, cache)
         route[pos] += log_open - old  # log P(c | h) + log P_open, with the new P_open
         if new_share is not None:

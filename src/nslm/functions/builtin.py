@@ -75,9 +75,8 @@ NUMBER_WORDS = {
     )
 }
 NUMBER_WORDS |= {"thirty": 30, "forty": 40, "fifty": 50, "hundred": 100}
-MAX_ROUNDING = (
-    0.05  # a conversion rounded further than this from its value is none (chosen on valid)
-)
+# a conversion rounded further than this from its value is none (chosen on valid)
+MAX_ROUNDING = 0.05
 TARGET_UNITS = 6  # the units a quantity may be converted into, most often first
 YEAR_WINDOW = 80  # tokens back in which a function looks for the year it counts from
 
