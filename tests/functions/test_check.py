@@ -70,6 +70,24 @@ def test_the_python_api_gives_the_same_flags(cache: dict, monkeypatch: pytest.Mo
     assert {f.written for f in loose.flags} == {"150", "98"}  # the season, now wrong too
 
 
+def test_a_conversion_far_off_is_flagged_when_its_unit_says_so(
+    cache: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nslm
+
+    for key, value in cache.items():
+        monkeypatch.setenv(key, value)
+    gross = nslm.check("The tower stands 2,340 feet (150 m) tall.\n")  # 713 m: a gross error
+    assert [(f.written, f.expected) for f in gross.flags] == [("150", "710")]
+    # a number far from the conversion with no unit of its dimension after it is no
+    # conversion ("of which 3,462 t ( 79 % )"), and a name's number starts no range
+    other = nslm.check(
+        "Exports reached 3,462 t (79 %) that year.\n"
+        "The line ran past Hill 94 and 300 yards (270 m) on.\n"
+    )
+    assert other.flags == [] and other.checked == 2
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [(("/no/such/file.txt",), "not found"), (("/",), "directory")],

@@ -102,10 +102,11 @@ class Function:
     def reference(self, tokens: Sequence[str], i: int) -> Reference | None:
         raise NotImplementedError
 
-    def form(self, text: str, ref: Reference) -> str:
+    def form(self, text: str, ref: Reference, following: Sequence[str] = ()) -> str:
         """A written token's *form*, what ``nslm check`` compares before values: by default
         its digits before and after the point (``96`` → ``2.0``, ``1996`` → ``4.0``; a word
-        is ``word``), since after "1962 –" four digits are a span's end, two a season's."""
+        is ``word``), since after "1962 –" four digits are a span's end, two a season's.
+        ``following``: the text's tokens after it, for a function whose form reads them."""
         if not is_number(text):
             return "word"
         whole, _, fraction = text.replace(",", "").partition(".")

@@ -31,7 +31,7 @@ from nslm.data.numbers import (
     number_value,
     quantity_index_before,
 )
-from nslm.data.units import Unit, convert_value, unit_ending_at, unit_named
+from nslm.data.units import MAX_UNIT_TOKENS, Unit, convert_value, unit_ending_at, unit_named
 from nslm.functions.base import Function, Option, Reference, register_function
 from nslm.functions.writing import (
     at_significant,
@@ -41,6 +41,7 @@ from nslm.functions.writing import (
     written,
 )
 
+SENTENCE_ENDS = frozenset({".", "<eos>", "!", "?", '"'})
 DASHES = frozenset({"–", "@-@"})
 MINUS_SIGNS = frozenset({"−", "-"})
 CONVERT_AFTER = frozenset({"(", ";", "or"})  # where a conversion's number starts
@@ -100,15 +101,20 @@ class Convert(Function):
     def params(self) -> dict[str, Any]:
         return {"unit_map": unit_map_json(self.unit_map)}
 
-    def form(self, text: str, ref: Reference) -> str:
+    def form(self, text: str, ref: Reference, following: Sequence[str] = ()) -> str:
         """Its decimals, and whether it lies within a factor of 2 of a result: a conversion's
-        digits follow its value, and "3,462 t ( 79 %" is no conversion at all."""
+        digits follow its value, and "3,462 t ( 79 %" is no conversion at all; a number
+        followed by a unit of the quantity's dimension is one however far it lies
+        ("2,340 feet ( 150 m": a wrong conversion, not another number)."""
         if not is_number(text):
             return "word"
+        decimals = len(text.partition(".")[2])
+        if _unit_follows(following, ref):
+            return f"{decimals}.unit"
         value = number_value(text)
         results = [number_value(o.text) for o in ref.options]
         near = any(0.5 * r <= value <= 2 * r for r in results)
-        return f"{len(text.partition('.')[2])}.{'near' if near else 'far'}"
+        return f"{decimals}.{'near' if near else 'far'}"
 
     def load(self, params: dict[str, Any]) -> None:
         self.unit_map = unit_map_from_json(params["unit_map"])
@@ -123,6 +129,8 @@ class Convert(Function):
         if found is None:
             return None
         q, source = found
+        if q >= 1 and tokens[q - 1] == "@,@":  # "<unk> @,@ 000 m": the quantity is not known
+            return None
         # "5 – 6 kg ( 11 – 13 lb )": the number right after "(" converts the range's start
         opening = before in ("(", ";")
         if opening and q >= 2 and tokens[q - 1] in RANGE_WORDS and _range_start(tokens, q):
@@ -131,7 +139,9 @@ class Convert(Function):
         said_number = tokens[found[0]] if first == found[0] else f"{abs(quantity):g}"
         options, exact, named = [], [], []
         targets = [u for u in target_units(source, self.unit_map, TARGET_UNITS + 1) if u != source]
-        if before in ("or", ";"):  # "( 0.93 km / h ; 0.58 mph )": the next unit, not km / h again
+        either = before == "or" and q >= 2 and tokens[q - 1] == "or" and _range_start(tokens, q)
+        if before in ("or", ";") and not either:  # "( 0.93 km / h ; 0.58 mph )": the next unit
+            # ("6 or 8 metres ( 19 ft 8 in or 26 ft 3 in )": the second end, in the same unit)
             written_units = _units_written_since_parenthesis(tokens, i)
             targets = [u for u in targets if u not in written_units]
         for rank, unit in enumerate(targets[:TARGET_UNITS]):
@@ -144,14 +154,15 @@ class Convert(Function):
             temperature = source.offset or unit.offset
             kelvin = abs(quantity * source.factor + source.offset) if temperature else None
             decimals = template_decimals(said_number, quantity, value, kelvin)
-            options.append(Option(f"u{rank}:template", written(abs(value), decimals)))
+            key = f"u{rank}{_band(abs(value))}:"
+            options.append(Option(f"{key}template", written(abs(value), decimals)))
             options += [
                 Option(k, t)
-                for k, t in significant_options(abs(value), figures, f"u{rank}:")
+                for k, t in significant_options(abs(value), figures, key)
                 if abs(number_value(t) - abs(value)) <= MAX_ROUNDING * abs(value)
             ]
             if unit.name in SMALLER_UNIT and abs(value) >= 1:  # "( 5 ft 8.4 in )": whole feet
-                options.append(Option(f"u{rank}:whole", written(_whole(abs(value), unit))))
+                options.append(Option(f"{key}whole", written(_whole(abs(value), unit))))
         if not options:
             return None
         said = " ".join(tokens[first : found[0] + 1])
@@ -176,12 +187,36 @@ class Convert(Function):
         )
 
 
+def _unit_follows(following: Sequence[str], ref: Reference) -> bool:
+    """Whether ``following`` starts with a unit of the dimension ``ref`` converts (its
+    style names the quantity's unit: ``sig2|mi``)."""
+    source = unit_named(ref.style.rpartition("|")[2]) if ref.style else None
+    if source is None:
+        return False
+    head = list(following[:MAX_UNIT_TOKENS])
+    for length in range(len(head), 0, -1):
+        found = unit_ending_at(head, length)
+        if found is not None and found[1] == length:
+            return found[0].dimension == source.dimension
+    return False
+
+
+def _band(value: float) -> str:
+    """Where a result lies among the magnitudes a reader takes in at a glance (below 1, 1 to
+    1,000, above): an editor picks the unit that writes 6 feet as 1.83 m rather than
+    1,830 mm, so a key says its result's band and the writing PDF counts each band apart."""
+    return "<1" if value < 1 else ">k" if value >= 1000 else ""
+
+
 def _range_start(tokens: Sequence[str], q: int) -> bool:
     """Whether the number two before ``q`` starts a range that ends at ``q`` ("0 – 150 m",
     "from 203 to 102 mm", "100 by 80 metres"): its ends lie within a factor of 20 of each
-    other ("rose in 1914 to 38.6 ° C" is no range), or it starts at 0."""
+    other ("rose in 1914 to 38.6 ° C" is no range), or it starts at 0, and the first is no
+    name's number ("Hill 94 and 300 yards")."""
     if not is_number(tokens[q - 2]):
         return False
+    if q >= 4 and tokens[q - 3].istitle() and tokens[q - 4] not in SENTENCE_ENDS:
+        return False  # "Hill 94 and 300 yards": a name's number starts no range
     low, high = sorted((number_value(tokens[q - 2]), number_value(tokens[q])))
     return low == 0 or high <= 20 * low
 

@@ -88,14 +88,21 @@ def check_position(
     likely = {t for f in firings for t, p in f.probs.items() if p >= LIKELY}
     if text in likely or consistent(text, agreeing, relative):
         return None
-    forms = [model.functions[f.reference.function].form(text, f.reference) for f in firings]
-    posteriors = [model.form_posterior(f, form) for f, form in zip(firings, forms, strict=True)]
+    following = tokens[i + 1 :]
+    forms = [
+        model.functions[f.reference.function].form(text, f.reference, following) for f in firings
+    ]
+    posteriors = [
+        model.form_posterior(f, form, following) for f, form in zip(firings, forms, strict=True)
+    ]
     best = int(np.argmax(posteriors))
     leading, posterior, form = firings[best], posteriors[best], forms[best]
     ratio = posterior / (1 - posterior) if posterior < 1 else math.inf
     function = model.functions[leading.reference.function]
     same_form = {
-        t: p for t, p in leading.probs.items() if function.form(t, leading.reference) == form
+        t: p
+        for t, p in leading.probs.items()
+        if function.form(t, leading.reference, following) == form
     }
     expected = max(same_form or leading.probs, key=(same_form or leading.probs).get)
     context = " ".join(tokens[max(0, i - 8) : i])

@@ -242,13 +242,16 @@ class FunctionModel:
             out.append(Firing(ref, pi, self.writing_probs(ref, earlier)))
         return out
 
-    def form_posterior(self, firing: Firing, form: str) -> float:
+    def form_posterior(self, firing: Firing, form: str, following: Sequence[str] = ()) -> float:
         """P(the function's value | the context, a number written in ``form``): Bayes
         between the function (π · P_f(form)) and the other numbers its trigger was followed
-        by in training (their forms, add-α)."""
+        by in training (their forms, add-α); ``following``: the tokens after the number,
+        after which the function's own results are written too."""
         function = self.functions[firing.reference.function]
         own = sum(
-            p for text, p in firing.probs.items() if function.form(text, firing.reference) == form
+            p
+            for text, p in firing.probs.items()
+            if function.form(text, firing.reference, following) == form
         )
         others = self.other_forms.get(firing.reference.function, {})
         n = sum(others.values())
@@ -366,7 +369,8 @@ class FunctionModel:
                     for key in wrote:
                         counts[ref.function][condition][key] += 1 / len(wrote)
                 if not wrote:
-                    forms[ref.function][self.functions[ref.function].form(tokens[i], ref)] += 1
+                    function = self.functions[ref.function]
+                    forms[ref.function][function.form(tokens[i], ref, tokens[i + 1 :])] += 1
         if count_writing:
             self.other_forms = {name: dict(sorted(n.items())) for name, n in forms.items()}
             self.writing = {
